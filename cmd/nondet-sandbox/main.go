@@ -1,0 +1,57 @@
+// Command nondet-sandbox finds Python functions that answer differently
+// from one run to the next, and proves it with a witness.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0"
+
+// Exit statuses, mapped in exactly one place: exitCode.
+const (
+	exitClean    = 0 // no findings
+	exitFindings = 1 // at least one nondeterministic function
+	exitUsage    = 2 // bad usage or unusable input
+	exitSignal   = 130
+)
+
+// errFindings is returned by a scan that found something: not a failure,
+// but the exit status says so.
+var errFindings = errors.New("findings")
+
+func main() {
+	if reexec() {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRootCommand().ExecuteContext(ctx)
+	os.Exit(exitCode(ctx, err))
+}
+
+func exitCode(ctx context.Context, err error) int {
+	switch {
+	case err == nil:
+		return exitClean
+	case errors.Is(err, errFindings):
+		return exitFindings
+	case ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "nondet-sandbox: interrupted; every probe process was stopped")
+		return exitSignal
+	case errors.Is(err, engine.ErrUsage):
+		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
+		return exitUsage
+	default:
+		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
+		return exitUsage
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
+)
+
+type runOptions struct {
+	format      string
+	output      string
+	runs        int
+	python      string
+	runtimeName string
+	jobs        int
+	seed        uint64
+	unsafe      bool
+	private     bool
+	callTimeout time.Duration
+	memory      int64
+	pids        int64
+	quiet       bool
+}
+
+func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.format, "format", "text", "report format: text or json")
+	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
+	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
+	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
+	fs.StringVar(&o.runtimeName, "runtime", "host", "where probes run: host")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
+	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions (default: a new seed, printed in the report)")
+	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
+	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
+	fs.DurationVar(&o.callTimeout, "call-timeout", 10*time.Second, "how long one call may run before it is named and stopped")
+	fs.Int64Var(&o.memory, "memory", 2<<30, "memory limit of each interpreter, in bytes")
+	fs.Int64Var(&o.pids, "pids", 256, "process limit of each interpreter")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
+}
+
+func newRunCommand() *cobra.Command {
+	var opts runOptions
+	cmd := &cobra.Command{
+		Use:   "run PATH...",
+		Short: "Probe every module-level function under PATH (a directory, FILE.py or FILE.py::function)",
+		Example: `  nondet-sandbox run src/
+  nondet-sandbox run src/util.py::normalise
+  nondet-sandbox run --format json --seed 7 fixtures/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), opts, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	cmd.Flags().Lookup("seed").DefValue = "random"
+	return cmd
+}
+
+// newRuntime maps --runtime to a backend.
+func newRuntime(name string) (sandbox.Runtime, error) {
+	switch name {
+	case "host":
+		return host.New(), nil
+	}
+	return nil, usageErrorf("unknown runtime %q; choose host", name)
+}
+
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), engine.ErrUsage)
+}
+
+func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr io.Writer) error {
+	if opts.format != "text" && opts.format != "json" {
+		return usageErrorf("--format %q: choose text or json", opts.format)
+	}
+	if opts.runs < 2 {
+		return usageErrorf("--runs %d: at least 2 runs are needed to compare answers", opts.runs)
+	}
+	if opts.jobs < 1 {
+		return usageErrorf("--jobs %d: at least 1", opts.jobs)
+	}
+	rt, err := newRuntime(opts.runtimeName)
+	if err != nil {
+		return err
+	}
+	var targets []engine.Target
+	for _, a := range args {
+		t, err := engine.ParseTarget(a)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
+	}
+	seed := opts.seed
+	if seed == 0 {
+		seed = rand.Uint64N(1<<31) + 1
+	}
+	cache, _ := os.UserCacheDir()
+	if cache != "" {
+		cache = filepath.Join(cache, "nondet-sandbox")
+	}
+	eo := engine.Options{
+		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout,
+		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
+	}
+	if !opts.quiet && isTerminal(stderr) {
+		eo.Progress = stderr
+	}
+	rep, err := engine.Scan(ctx, eo, targets)
+	if err != nil {
+		return err
+	}
+	out := stdout
+	if opts.output != "" {
+		f, err := os.Create(opts.output)
+		if err != nil {
+			return usageErrorf("--output: %v", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	if opts.format == "json" {
+		err = engine.WriteJSON(out, rep)
+	} else {
+		err = engine.WriteText(out, rep)
+	}
+	if err != nil {
+		return err
+	}
+	if len(rep.Findings()) > 0 {
+		return errFindings
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
+)
+
+// discovery is what the worker's discover mode reported.
+type discovery struct {
+	modules map[string]*discoveredModule // by Rel
+	ladder  map[int][][]string           // arity -> rung -> each argument's display
+}
+
+type discoveredModule struct {
+	Rel         string               `json:"rel"`
+	Status      string               `json:"status"`
+	Error       string               `json:"error"`
+	Functions   []discoveredFunction `json:"functions"`
+	ModuleFacts gate.Facts           `json:"module_facts"`
+}
+
+type discoveredFunction struct {
+	Name           string     `json:"name"`
+	Line           int        `json:"line"`
+	Async          bool       `json:"async"`
+	Required       int        `json:"required"`
+	Vararg         string     `json:"vararg"`
+	Varkw          string     `json:"varkw"`
+	KwonlyRequired []string   `json:"kwonly_required"`
+	Facts          gate.Facts `json:"facts"`
+}
+
+// discover parses every file in one sandboxed interpreter. Parsing never
+// imports: nothing of the scanned code runs here.
+func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, error) {
+	type reqFile struct {
+		Path string `json:"path"`
+		Rel  string `json:"rel"`
+	}
+	nonce := newScanID() + newScanID()
+	req := struct {
+		Nonce string    `json:"nonce"`
+		Files []reqFile `json:"files"`
+	}{Nonce: nonce, Files: []reqFile{}}
+	for _, f := range files {
+		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
+	}
+	path, err := s.sharedFile("discover.json", req)
+	if err != nil {
+		return nil, err
+	}
+	d := &discovery{modules: map[string]*discoveredModule{}, ladder: map[int][][]string{}}
+	done := false
+	var recErr error
+	handle := func(line []byte) {
+		var head struct {
+			N string `json:"n"`
+			K string `json:"k"`
+		}
+		if json.Unmarshal(line, &head) != nil || head.N != nonce {
+			return
+		}
+		switch head.K {
+		case "ladder":
+			var l struct {
+				Rungs map[string][][]string `json:"rungs"`
+			}
+			if err := json.Unmarshal(line, &l); err != nil {
+				recErr = err
+				return
+			}
+			for k, v := range l.Rungs {
+				var a int
+				fmt.Sscan(k, &a)
+				d.ladder[a] = v
+			}
+		case "module":
+			var m discoveredModule
+			if err := json.Unmarshal(line, &m); err != nil {
+				recErr = err
+				return
+			}
+			d.modules[m.Rel] = &m
+		case "done":
+			done = true
+		}
+	}
+	// Parsing is fast; the limit only guards against a broken interpreter.
+	limit := 60*time.Second + time.Duration(len(files))*200*time.Millisecond
+	out, err := s.runJob(ctx, "discover", -1, []string{"discover", path}, limit, handle)
+	if err != nil {
+		return nil, err
+	}
+	if recErr != nil {
+		return nil, fmt.Errorf("discovery: bad record: %w", recErr)
+	}
+	if !done {
+		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.opts.Python, out.describe(), out.stderrTail())
+	}
+	return d, nil
+}

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// maxRecord is the longest record line read; longer lines are dropped
+// (a worker never writes one: answers are shortened to a digest).
+const maxRecord = 1 << 20
+
+// jobOutcome is how one interpreter ended.
+type jobOutcome struct {
+	exit     *sandbox.Exit
+	stderr   *tailBuffer
+	stdout   int64
+	watchdog bool // killed by the engine's per-call or per-job limit
+}
+
+func (o *jobOutcome) describe() string {
+	switch {
+	case o.watchdog:
+		return "killed after its time limit"
+	case o.exit == nil:
+		return "did not start"
+	case o.exit.OOMKilled:
+		return "killed for exceeding its memory limit"
+	case o.exit.Signal != "":
+		return "killed by " + o.exit.Signal
+	default:
+		return "exit status " + strconv.Itoa(o.exit.Code)
+	}
+}
+
+func (o *jobOutcome) stderrTail() string {
+	t := strings.TrimSpace(o.stderr.String())
+	if t == "" {
+		return ""
+	}
+	lines := strings.Split(t, "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return ": " + strings.Join(lines, " | ")
+}
+
+// watchdog kills a job whose current step runs past its limit. The record
+// handler arms it when a call or import starts and disarms it when it ends.
+type watchdog struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel context.CancelFunc
+	fired  bool
+}
+
+func (w *watchdog) arm(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		w.fired = true
+		w.mu.Unlock()
+		w.cancel()
+	})
+}
+
+func (w *watchdog) disarm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+func (w *watchdog) hasFired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
+// env is the whole environment of a probe: an allow-list built here, never
+// the caller's.
+func (s *scan) env(rc RunConditions) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + rc.Home,
+		"TZ=" + rc.TZ,
+		"LC_ALL=" + rc.Locale,
+		"LANG=" + rc.Locale,
+		"PYTHONHASHSEED=" + strconv.FormatUint(uint64(rc.HashSeed), 10),
+		"PYTHONDONTWRITEBYTECODE=1",
+	}
+	if s.locpath != "" {
+		env = append(env, "LOCPATH="+s.inside(s.locpath))
+	}
+	return env
+}
+
+// runJob starts one interpreter running the worker in the given mode and
+// feeds every record line to handle. limit arms the watchdog at start; the
+// handler may re-arm it per step through wd.
+func (s *scan) runJob(ctx context.Context, name string, run int, args []string, limit time.Duration,
+	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
+	jobCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := &watchdog{cancel: cancel}
+	if len(wds) > 0 {
+		wds[0].cancel = cancel
+		wd = wds[0]
+	}
+	if limit > 0 {
+		wd.arm(limit)
+	}
+	defer wd.disarm()
+
+	rc := baseConditions()
+	if run >= 0 {
+		rc = s.runs[run]
+	}
+	seq := s.jobSeq.Add(1)
+	id := fmt.Sprintf("%s-%s-%d", s.id, name, seq)
+	scratch := filepath.Join(s.scratch, "jobs", strconv.FormatInt(seq, 10))
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}}
+	stdout := &countingDiscard{}
+	job := &sandbox.Job{
+		ID:      "nondet-sandbox-" + id,
+		Argv:    append([]string{s.python, "-B", "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py"))}, args...),
+		Env:     s.env(rc),
+		Dir:     rc.Cwd,
+		Binds:   s.bindsWithLocales(),
+		Records: w,
+		Stdout:  stdout,
+		Stderr:  out.stderr,
+		Scratch: scratch,
+		Cond:    rc.container(),
+		Limits:  s.opts.Limits,
+	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readRecords(r, handle)
+	}()
+	s.processes.Add(1)
+	exit, err := s.opts.Runtime.Run(jobCtx, job)
+	w.Close()
+	// The interpreter is gone; whatever it (or a leftover child holding the
+	// pipe) wrote is drained, but a child the runtime could not kill must
+	// not hold the scan.
+	select {
+	case <-readDone:
+	case <-time.After(2 * time.Second):
+		r.Close()
+		<-readDone
+	}
+	out.stdout = stdout.n
+	out.exit = exit
+	out.watchdog = wd.hasFired()
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, fmt.Errorf("%w: %s: %v", ErrRuntime, s.opts.Runtime.Name(), err)
+	}
+	if exit != nil && exit.PeakMemory > 0 && run >= 0 {
+		s.peakMu.Lock()
+		if exit.PeakMemory > s.peaks[run] {
+			s.peaks[run] = exit.PeakMemory
+		}
+		s.peakMu.Unlock()
+	}
+	return out, nil
+}
+
+func (s *scan) bindsWithLocales() []sandbox.Bind {
+	if s.locpath == "" || !s.opts.Runtime.Isolated() {
+		return s.binds
+	}
+	return append(append([]sandbox.Bind{}, s.binds...), sandbox.Bind{Source: s.locpath, Target: s.inside(s.locpath)})
+}
+
+// readRecords splits the channel into lines, dropping any line longer than
+// maxRecord rather than failing: the scanned code can write to the channel
+// too, and garbage must cost it nothing but its own record.
+func readRecords(r io.Reader, handle func([]byte)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	skipping := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && !skipping {
+			line = append(line, chunk...)
+			if len(line) > maxRecord {
+				line, skipping = line[:0], true
+			}
+		}
+		if err == nil {
+			if !skipping {
+				handle(bytes.TrimRight(line, "\n"))
+			}
+			line, skipping = line[:0], false
+			continue
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// countingDiscard swallows the scanned code's stdout, which it owns.
+type countingDiscard struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (c *countingDiscard) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.n += int64(len(p))
+	c.mu.Unlock()
+	return len(p), nil
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// judgeAll turns outcomes into verdicts.
+func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder map[int][][]string) {
+	for i := range rep.Modules {
+		// Modules are listed in files order, the same order probes use.
+		for _, p := range probes {
+			if rep.Modules[i].Path == p.File.Rel {
+				if msg, ok := res.importErr[p.Module]; ok {
+					rep.Modules[i].Status, rep.Modules[i].Error = "import-failed", msg
+				}
+				break
+			}
+		}
+	}
+	for _, p := range probes {
+		f := p.fn
+		f.Contained = res.events[p.Index]
+		if why, ok := res.shardError[p.Index]; ok {
+			f.Verdict, f.Reason = VerdictNotProbed, "the sandbox could not run it: "+why
+			continue
+		}
+		if msg, ok := res.importErr[p.Module]; ok {
+			f.Verdict, f.Reason = VerdictNotProbed, "import failed: "+msg
+			continue
+		}
+		if why, ok := res.notCall[p.Index]; ok {
+			f.Verdict, f.Reason = VerdictNotProbed, why
+			continue
+		}
+		judge(f, res.calls[p.Index], ladder[p.Arity])
+	}
+}
+
+// judge compares one function's canonical answers across runs. A witness
+// wins over every other rule: nothing that disagreed can become a look.
+func judge(f *Function, rungs [][]outcome, ladder [][]string) {
+	c := RungCounts{Total: len(rungs)}
+	for ri, runs := range rungs {
+		if f.Witness == nil {
+			f.Witness = disagreement(ri, runs, ladder)
+		}
+		has := map[outcomeKind]bool{}
+		for _, o := range runs {
+			has[o.kind] = true
+		}
+		switch {
+		case has[answered]:
+			c.Answered++
+		case has[raisedK]:
+			c.Raised++
+		case has[excluded]:
+			c.Excluded++
+		case has[timedOut]:
+			c.TimedOut++
+		case has[crashed]:
+			c.Crashed++
+		}
+	}
+	f.Rungs = c
+	if f.Witness == nil {
+		f.Witness = inProcess(rungs, ladder)
+	}
+	if f.Witness != nil {
+		f.Causes = witnessCauses(f.Witness)
+		f.Verdict = VerdictNondeterministic
+		f.Reason = "a witness is a fact: this function gave two answers to one input"
+		if f.Witness.OrderOnly {
+			f.Reason += " (the same elements in a different order)"
+		}
+		return
+	}
+	contained := c.TimedOut + c.Crashed
+	n := c.Total
+	switch {
+	case c.Answered > 0:
+		f.Verdict = VerdictDeterministic
+		var parts []string
+		parts = append(parts, "no run disagreed; not a guarantee")
+		parts = append(parts, fmt.Sprintf("raised on %d of %d rungs", c.Raised, n))
+		if c.Excluded > 0 {
+			parts = append(parts, fmt.Sprintf("%d with no canonical form", c.Excluded))
+		}
+		if contained > 0 {
+			parts = append(parts, fmt.Sprintf("%d contained", contained))
+		}
+		f.Reason = strings.Join(parts, "; ")
+	case c.Raised == n:
+		f.Verdict = VerdictLook
+		f.Reason = fmt.Sprintf("every rung raised — the ladder reached this function's type errors and never its behaviour (%d of %d rungs)", n, n)
+	case c.Excluded == n:
+		f.Verdict = VerdictLook
+		f.Reason = fmt.Sprintf("no answer had a canonical form (%d of %d rungs)", n, n)
+	case c.TimedOut == n:
+		f.Verdict = VerdictLook
+		f.Reason = fmt.Sprintf("every call ran past the time limit (%d of %d rungs)", n, n)
+	case contained == n || contained > 0 && c.Raised+c.Excluded+contained == n:
+		f.Verdict = VerdictLook
+		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form, %d timed out, %d killed the interpreter (of %d rungs)",
+			c.Raised, c.Excluded, c.TimedOut, c.Crashed, n)
+	default:
+		f.Verdict = VerdictLook
+		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form (of %d rungs)", c.Raised, c.Excluded, n)
+	}
+}
+
+// inProcess returns a witness from an in-process breaker: one process
+// answered one rung two ways.
+func inProcess(rungs [][]outcome, ladder [][]string) *Witness {
+	for ri, runs := range rungs {
+		for run, o := range runs {
+			if o.breaker == "" || (o.kind != answered && o.kind != raisedK) {
+				continue
+			}
+			w := &Witness{Rung: ri, Args: []string{}, Breaker: o.breaker,
+				Answers: []Answer{{Run: run, Value: o.value}, {Run: run, Value: o.value2}}}
+			if ri < len(ladder) {
+				w.Args = ladder[ri]
+			}
+			return w
+		}
+	}
+	return nil
+}
+
+// witnessCauses names what moved a witness, as far as this plan can tell.
+func witnessCauses(w *Witness) []string {
+	if w.Breaker != "" {
+		return []string{w.Breaker}
+	}
+	return []string{}
+}
+
+// disagreement returns a witness when two runs gave different canonical
+// answers to one rung.
+func disagreement(ri int, runs []outcome, ladder [][]string) *Witness {
+	first := -1
+	for run, o := range runs {
+		if o.kind != answered && o.kind != raisedK {
+			continue
+		}
+		if first < 0 {
+			first = run
+			continue
+		}
+		if o.value == runs[first].value {
+			continue
+		}
+		a, b := runs[first], o
+		w := &Witness{Rung: ri, Args: []string{}, Answers: []Answer{{Run: first, Value: a.value}, {Run: run, Value: b.value}}}
+		if ri < len(ladder) {
+			w.Args = ladder[ri]
+		}
+		fa, fb := a.free, b.free
+		if fa == "" {
+			fa = a.value
+		}
+		if fb == "" {
+			fb = b.value
+		}
+		w.OrderOnly = fa == fb
+		return w
+	}
+	return nil
+}

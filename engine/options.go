@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"io"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Options configure one scan. The command line fills them from flags;
+// tests fill them directly.
+type Options struct {
+	Runtime sandbox.Runtime
+	// Python is the interpreter: a name looked up on PATH or a path.
+	Python string
+	// Runs is how many fresh interpreters each shard gets (at least 2).
+	Runs int
+	// Jobs is how many interpreters run at once.
+	Jobs int
+	// Seed reproduces a whole scan's conditions.
+	Seed uint64
+	// Unsafe lifts the static gate on the host runtime.
+	Unsafe bool
+	// Private also probes functions whose names start with an underscore.
+	Private bool
+	// CallTimeout bounds one call; the call is named and the shard goes on.
+	CallTimeout time.Duration
+	// Limits bound each interpreter.
+	Limits sandbox.Limits
+	// CacheDir holds generated locales between scans.
+	CacheDir string
+	// TempDir is where the scan's scratch directory is made ("" for the
+	// system default).
+	TempDir string
+	// Progress, when set, gets one line per finished (shard, run).
+	Progress io.Writer
+	// Version is the tool version written into the report.
+	Version string
+	// CallerHashSeed is the caller's PYTHONHASHSEED, if set: it is never
+	// passed on, and the report says it was set.
+	CallerHashSeed string
+}
+
+func (o *Options) defaults() {
+	if o.Runs < 2 {
+		o.Runs = 3
+	}
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 10 * time.Second
+	}
+	if o.Python == "" {
+		o.Python = "python3"
+	}
+	if o.Limits.MemoryBytes == 0 {
+		o.Limits.MemoryBytes = 2 << 30
+	}
+	if o.Limits.Pids == 0 {
+		o.Limits.Pids = 256
+	}
+	if o.Limits.TmpfsBytes == 0 {
+		o.Limits.TmpfsBytes = 64 << 20
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// RunConditions are every condition of one run, written into the report so
+// any finding can be replayed.
+type RunConditions struct {
+	ID        int    `json:"id"`
+	HashSeed  uint32 `json:"hash_seed"`
+	TZ        string `json:"tz"`
+	Locale    string `json:"locale"`
+	CallOrder string `json:"call_order"` // "forward" or "reversed"
+	Hostname  string `json:"hostname"`
+	UID       int    `json:"uid"`
+	GID       int    `json:"gid"`
+	Umask     string `json:"umask"`
+	Cwd       string `json:"cwd"`
+	Home      string `json:"home"`
+	CPUs      string `json:"cpus"`
+	Clock     string `json:"clock_offset"`
+	PeakBytes int64  `json:"peak_memory_bytes,omitempty"`
+}
+
+func (rc RunConditions) container() sandbox.Conditions {
+	var umask uint32
+	fmt.Sscanf(rc.Umask, "%o", &umask)
+	return sandbox.Conditions{Hostname: rc.Hostname, UID: rc.UID, GID: rc.GID, Umask: umask, Home: rc.Home, CPUs: rc.CPUs}
+}
+
+// Condition values. The timezones are reprotest's: twelve hours west of
+// UTC against fourteen east (POSIX TZ strings count west as positive, and
+// need no tzdata).
+var (
+	timezones = []string{"UTC0", "GMT+12", "GMT-14"}
+	hostnames = []string{"probe-a", "probe-b", "probe-c"}
+	umasks    = []string{"022", "077", "002"}
+	uids      = []int{1000, 1001, 1002}
+)
+
+// baseConditions are run 0's, and discovery's.
+func baseConditions() RunConditions {
+	return RunConditions{
+		TZ: timezones[0], Locale: "C.UTF-8", CallOrder: "forward", Hostname: hostnames[0],
+		UID: uids[0], GID: uids[0], Umask: umasks[0], Cwd: "/tmp/work", Home: "/home/probe", CPUs: "",
+		Clock: "0s",
+	}
+}
+
+// planRuns gives every run an explicit, distinct hash seed drawn from the
+// scan's seed, and varies every other condition between runs: run 0 is the
+// base, each later run moves every condition away from it, and odd runs
+// call the rungs in reversed order so hidden global state shows across
+// processes.
+func planRuns(seed uint64, n int, loc locales, isolated bool) []RunConditions {
+	rng := rand.New(rand.NewPCG(seed, 0x6e6f6e646574))
+	used := map[uint32]bool{}
+	runs := make([]RunConditions, n)
+	for i := range runs {
+		rc := baseConditions()
+		rc.ID = i
+		for {
+			rc.HashSeed = rng.Uint32N(4294967294) + 1
+			if !used[rc.HashSeed] {
+				used[rc.HashSeed] = true
+				break
+			}
+		}
+		if i > 0 {
+			rc.TZ = timezones[1+(i-1)%(len(timezones)-1)]
+			rc.Locale = loc.names[i%len(loc.names)]
+			rc.Hostname = hostnames[i%len(hostnames)]
+			rc.UID, rc.GID = uids[i%len(uids)], uids[i%len(uids)]
+			rc.Umask = umasks[i%len(umasks)]
+			rc.Cwd = fmt.Sprintf("/tmp/work-%d", i)
+			rc.Home = fmt.Sprintf("/home/probe%d", i)
+		}
+		if i%2 == 1 {
+			rc.CallOrder = "reversed"
+		}
+		if !isolated {
+			// The host runtime makes HOME and the working directory fresh
+			// under the job's scratch directory; the report shows where
+			// relative to it rather than a temporary path.
+			rc.Cwd, rc.Home = "$SCRATCH/cwd", "$SCRATCH/home"
+		}
+		runs[i] = rc
+	}
+	return runs
+}
+
+// locales is what the runs can vary the locale between.
+type locales struct {
+	names []string
+	dir   string // LOCPATH for generated ones, or ""
+	note  string // why only one locale is used, when so
+}
+
+// secondLocale has a decimal comma, so number formatting moves with it.
+const secondLocale = "de_DE.UTF-8"
+
+// ensureLocales finds a second locale beside C.UTF-8: one the system has,
+// or one generated with localedef into the cache (a few seconds, once).
+func ensureLocales(ctx context.Context, cacheDir string) locales {
+	have := locales{names: []string{"C.UTF-8"}}
+	if out, err := exec.CommandContext(ctx, "locale", "-a").Output(); err == nil {
+		for _, l := range strings.Fields(string(out)) {
+			if strings.EqualFold(l, "de_DE.utf8") || l == secondLocale {
+				have.names = append(have.names, l)
+				return have
+			}
+		}
+	}
+	if cacheDir == "" {
+		have.note = "only C.UTF-8 exists here and no cache directory was given to generate " + secondLocale
+		return have
+	}
+	dir := filepath.Join(cacheDir, "locale")
+	if _, err := os.Stat(filepath.Join(dir, secondLocale, "LC_NUMERIC")); err == nil {
+		have.names, have.dir = append(have.names, secondLocale), dir
+		return have
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		have.note = "cannot make the locale cache: " + err.Error()
+		return have
+	}
+	tmp, err := os.MkdirTemp(dir, ".gen-")
+	if err != nil {
+		have.note = "cannot make the locale cache: " + err.Error()
+		return have
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, "localedef", "-i", "de_DE", "-f", "UTF-8", filepath.Join(tmp, secondLocale))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		have.note = fmt.Sprintf("only C.UTF-8 exists here and localedef could not generate %s (%v: %s); install the locales package", secondLocale, err, strings.TrimSpace(string(out)))
+		return have
+	}
+	if err := os.Rename(filepath.Join(tmp, secondLocale), filepath.Join(dir, secondLocale)); err != nil && !os.IsExist(err) {
+		if _, statErr := os.Stat(filepath.Join(dir, secondLocale)); statErr != nil {
+			have.note = "cannot store the generated locale: " + err.Error()
+			return have
+		}
+	}
+	have.names, have.dir = append(have.names, secondLocale), dir
+	return have
+}
+
+// shard is a set of modules one interpreter imports together.
+type shard struct {
+	ID     int
+	Probes []*probe
+}
+
+// planShards packs modules into at most 2*jobs shards balanced by function
+// count, keeping whole modules together and never putting two modules
+// whose top-level names collide into one interpreter.
+func planShards(probes []*probe, jobs int) []*shard {
+	byModule := map[int][]*probe{}
+	var order []int
+	for _, p := range probes {
+		if _, ok := byModule[p.Module]; !ok {
+			order = append(order, p.Module)
+		}
+		byModule[p.Module] = append(byModule[p.Module], p)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	n := min(len(order), 2*jobs)
+	shards := make([]*shard, n)
+	tops := make([]map[string]string, n)
+	for i := range shards {
+		shards[i] = &shard{ID: i}
+		tops[i] = map[string]string{}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(byModule[order[a]]) > len(byModule[order[b]]) })
+	for _, m := range order {
+		ps := byModule[m]
+		top := strings.Split(ps[0].File.Name, ".")[0]
+		best := -1
+		for i, sh := range shards {
+			if root, taken := tops[i][top]; taken && root != ps[0].File.Root {
+				continue
+			}
+			if best < 0 || len(sh.Probes) < len(shards[best].Probes) {
+				best = i
+			}
+		}
+		if best < 0 {
+			shards = append(shards, &shard{ID: len(shards)})
+			tops = append(tops, map[string]string{})
+			best = len(shards) - 1
+		}
+		tops[best][top] = ps[0].File.Root
+		shards[best].Probes = append(shards[best].Probes, ps...)
+	}
+	var out []*shard
+	for _, sh := range shards {
+		if len(sh.Probes) > 0 {
+			sort.SliceStable(sh.Probes, func(a, b int) bool { return sh.Probes[a].Index < sh.Probes[b].Index })
+			sh.ID = len(out)
+			out = append(out, sh)
+		}
+	}
+	return out
+}

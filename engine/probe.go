@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+type outcomeKind uint8
+
+const (
+	notRun   outcomeKind = iota
+	answered             // a canonical value
+	raisedK              // a canonical exception type
+	excluded             // a value with no canonical form
+	timedOut             // ran past the per-call limit
+	crashed              // killed its interpreter
+	skipped              // not called: the function timed out or crashed earlier in the run
+)
+
+// outcome is one call: one function, one rung, one run.
+type outcome struct {
+	kind   outcomeKind
+	value  string // V:… or E:…
+	free   string // the value with sets sorted, when it holds a set
+	detail string // why excluded, or how it crashed
+	// breaker names the in-process breaker (repeat, dict-order) under which
+	// the same process answered value2 instead of value.
+	breaker string
+	value2  string
+}
+
+// Event is something a call did that the engine had to contain.
+type Event struct {
+	Kind   string `json:"kind"` // timeout, crash, thread, tampered, import-timeout, import-crash
+	Run    int    `json:"run"`
+	Rung   int    `json:"rung"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// results collects every outcome of a scan.
+type results struct {
+	calls      map[int][][]outcome // probe -> rung -> run
+	mu         sync.Mutex
+	importErr  map[int]string // module -> first import failure
+	notCall    map[int]string // probe -> why it is not callable
+	events     map[int][]Event
+	shardError map[int]string // probe -> why its shard could not run
+}
+
+func (r *results) event(p int, e Event) {
+	r.mu.Lock()
+	r.events[p] = append(r.events[p], e)
+	r.mu.Unlock()
+}
+
+// runAll runs every (shard, run) pair, up to Jobs at once.
+func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]string) *results {
+	res := &results{calls: map[int][][]outcome{}, importErr: map[int]string{}, notCall: map[int]string{},
+		events: map[int][]Event{}, shardError: map[int]string{}}
+	for _, sh := range shards {
+		for _, p := range sh.Probes {
+			rungs := make([][]outcome, len(ladder[p.Arity]))
+			for i := range rungs {
+				rungs[i] = make([]outcome, len(s.runs))
+			}
+			res.calls[p.Index] = rungs
+		}
+	}
+	type task struct {
+		sh  *shard
+		run int
+	}
+	tasks := make(chan task)
+	var wg sync.WaitGroup
+	for range s.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				s.runShard(ctx, t.sh, t.run, ladder, res)
+				if s.opts.Progress != nil {
+					fmt.Fprintf(s.opts.Progress, "shard %d run %d done\n", t.sh.ID, t.run)
+				}
+			}
+		}()
+	}
+	for _, sh := range shards {
+		for run := range s.runs {
+			select {
+			case tasks <- task{sh, run}:
+			case <-ctx.Done():
+			}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	return res
+}
+
+type planModule struct {
+	Index int    `json:"index"`
+	Root  string `json:"root"`
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+}
+
+type planFunction struct {
+	Module int    `json:"module"`
+	Name   string `json:"name"`
+	Arity  int    `json:"arity"`
+}
+
+type workerPlan struct {
+	Nonce     string         `json:"nonce"`
+	Modules   []planModule   `json:"modules"`
+	Functions []planFunction `json:"functions"`
+	Calls     [][2]int       `json:"calls"`
+	Start     int            `json:"start"`
+	Skip      []int          `json:"skip"`
+	ASLimit   int64          `json:"address_space_limit,omitempty"`
+}
+
+type record struct {
+	N   string `json:"n"`
+	K   string `json:"k"`
+	I   *int   `json:"i"`
+	M   *int   `json:"m"`
+	V   string `json:"v"`
+	O   string `json:"o"`
+	X   string `json:"x"`
+	Th  int    `json:"th"`
+	Err string `json:"err"`
+	Why string `json:"why"`
+	B   string `json:"b"`
+	V2  string `json:"v2"`
+}
+
+// runShard drives one shard through one run. When a call hangs or kills
+// the interpreter, that call is named and a fresh interpreter resumes the
+// shard after it, so every other function's results survive.
+func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int][][]string, res *results) {
+	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}}
+	modIndex := map[int]int{} // scan module -> plan module
+	var modOf []int           // plan module -> scan module
+	for _, p := range sh.Probes {
+		if _, ok := modIndex[p.Module]; !ok {
+			modIndex[p.Module] = len(plan.Modules)
+			modOf = append(modOf, p.Module)
+			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: s.inside(p.File.Root), Name: p.File.Name, Path: s.inside(p.File.Path)})
+		}
+		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity})
+	}
+	for fi, p := range sh.Probes {
+		for ri := range ladder[p.Arity] {
+			plan.Calls = append(plan.Calls, [2]int{fi, ri})
+		}
+	}
+	if s.runs[run].CallOrder == "reversed" {
+		slices.Reverse(plan.Calls)
+	}
+	if !s.opts.Runtime.Isolated() {
+		plan.ASLimit = s.opts.Limits.MemoryBytes
+	}
+	skip := map[int]bool{}
+	importTimeout := max(30*time.Second, 3*s.opts.CallTimeout)
+	set := func(fi, ri int, o outcome) { res.calls[sh.Probes[fi].Index][ri][run] = o }
+
+	for attempt := 0; plan.Start < len(plan.Calls); attempt++ {
+		plan.Skip = plan.Skip[:0]
+		for fi := range skip {
+			plan.Skip = append(plan.Skip, fi)
+		}
+		slices.Sort(plan.Skip)
+		path, err := s.sharedFile(fmt.Sprintf("shard-%d-run-%d-%d.json", sh.ID, run, attempt), plan)
+		if err != nil {
+			s.shardFailed(sh, res, err.Error())
+			return
+		}
+		current, curMod, last, done := -1, -1, plan.Start-1, false
+		wd := &watchdog{}
+		handle := func(line []byte) {
+			var rec record
+			if json.Unmarshal(line, &rec) != nil || rec.N != plan.Nonce {
+				if current >= 0 {
+					p := sh.Probes[plan.Calls[current][0]]
+					res.event(p.Index, Event{Kind: "tampered", Run: run, Rung: plan.Calls[current][1], Detail: "wrote to the record channel"})
+				}
+				return
+			}
+			switch rec.K {
+			case "s":
+				if rec.I == nil || *rec.I <= last || *rec.I >= len(plan.Calls) {
+					return
+				}
+				current = *rec.I
+				wd.arm(s.opts.CallTimeout)
+			case "r":
+				if rec.I == nil || *rec.I != current {
+					return
+				}
+				wd.disarm()
+				fi, ri := plan.Calls[current][0], plan.Calls[current][1]
+				o := outcome{kind: answered, value: rec.V, free: rec.O, breaker: rec.B, value2: rec.V2}
+				switch {
+				case rec.X != "":
+					o = outcome{kind: excluded, detail: rec.X}
+				case len(rec.V) > 1 && rec.V[0] == 'E':
+					o.kind = raisedK
+				}
+				set(fi, ri, o)
+				if rec.Th > 0 {
+					res.event(sh.Probes[fi].Index, Event{Kind: "thread", Run: run, Rung: ri,
+						Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Th)})
+				}
+				last, current = current, -1
+			case "is":
+				if rec.M != nil {
+					curMod = *rec.M
+					wd.arm(importTimeout)
+				}
+			case "id", "if":
+				wd.disarm()
+				if rec.K == "if" && rec.M != nil && *rec.M < len(modOf) {
+					res.mu.Lock()
+					if _, ok := res.importErr[modOf[*rec.M]]; !ok {
+						res.importErr[modOf[*rec.M]] = rec.Err
+					}
+					res.mu.Unlock()
+				}
+				curMod = -1
+			case "nc":
+				if rec.I != nil && *rec.I < len(plan.Calls) && *rec.I > last {
+					fi := plan.Calls[*rec.I][0]
+					res.mu.Lock()
+					res.notCall[sh.Probes[fi].Index] = rec.Why
+					res.mu.Unlock()
+					skip[fi] = true
+				}
+			case "done":
+				done = true
+			}
+		}
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-r%d", sh.ID, run), run, []string{"probe", path}, 0, handle, wd)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.shardFailed(sh, res, err.Error())
+			}
+			return
+		}
+		if done {
+			return
+		}
+		switch {
+		case current >= 0:
+			fi, ri := plan.Calls[current][0], plan.Calls[current][1]
+			kind, what := crashed, "crash"
+			detail := "killed its interpreter (" + out.describe() + ")"
+			if out.watchdog {
+				kind, what = timedOut, "timeout"
+				detail = fmt.Sprintf("ran past the %s call limit", s.opts.CallTimeout)
+			} else if out.exit != nil && out.exit.OOMKilled {
+				detail = "exceeded the memory limit and was killed"
+			}
+			set(fi, ri, outcome{kind: kind, detail: detail})
+			res.event(sh.Probes[fi].Index, Event{Kind: what, Run: run, Rung: ri, Detail: detail})
+			skip[fi] = true
+			plan.Start = current + 1
+		case curMod >= 0:
+			detail := "import killed its interpreter (" + out.describe() + ")"
+			if out.watchdog {
+				detail = fmt.Sprintf("import ran past %s", importTimeout)
+			}
+			res.mu.Lock()
+			if _, ok := res.importErr[modOf[curMod]]; !ok {
+				res.importErr[modOf[curMod]] = detail
+			}
+			res.mu.Unlock()
+			for fi, p := range sh.Probes {
+				if p.Module == modOf[curMod] {
+					skip[fi] = true
+				}
+			}
+			plan.Start = last + 1
+		default:
+			if last+1 == plan.Start {
+				s.shardFailed(sh, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
+				return
+			}
+			plan.Start = last + 1
+		}
+		for fi := range skip {
+			for ri := range ladder[sh.Probes[fi].Arity] {
+				if o := &res.calls[sh.Probes[fi].Index][ri][run]; o.kind == notRun {
+					o.kind = skipped
+				}
+			}
+		}
+	}
+}
+
+func (s *scan) shardFailed(sh *shard, res *results, why string) {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	for _, p := range sh.Probes {
+		if _, ok := res.shardError[p.Index]; !ok {
+			res.shardError[p.Index] = why
+		}
+	}
+}

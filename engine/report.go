@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Verdicts. Deterministic means no run disagreed, never a guarantee.
+const (
+	VerdictNondeterministic = "nondeterministic"
+	VerdictDeterministic    = "deterministic"
+	VerdictLook             = "look"
+	VerdictNotProbed        = "not-probed"
+)
+
+// Report is the whole result of a scan. Its JSON field names are stable:
+// CI systems and other tools parse them. It holds no timestamps or
+// temporary paths, so two scans with the same seed are byte-identical.
+type Report struct {
+	Tool           Tool              `json:"tool"`
+	Runtime        string            `json:"runtime"`
+	Python         string            `json:"python"`
+	Seed           uint64            `json:"seed"`
+	CallerHashSeed string            `json:"caller_pythonhashseed,omitempty"`
+	Runs           []RunConditions   `json:"runs"`
+	Skipped        []sandbox.Support `json:"conditions_skipped"`
+	Modules        []Module          `json:"modules"`
+	Functions      []*Function       `json:"functions"`
+	Census         Census            `json:"census"`
+	Processes      int               `json:"processes"`
+}
+
+// Tool names the program that wrote the report.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Module is one source file and whether it could be parsed and imported.
+type Module struct {
+	Path   string `json:"path"`
+	Status string `json:"status"` // ok, unparseable, unreadable, import-failed
+	Error  string `json:"error,omitempty"`
+}
+
+// Function is one module-level function and its verdict.
+type Function struct {
+	ID        string     `json:"id"`
+	Line      int        `json:"line"`
+	Verdict   string     `json:"verdict"`
+	Reason    string     `json:"reason,omitempty"`
+	Causes    []string   `json:"causes"`
+	Witness   *Witness   `json:"witness,omitempty"`
+	Rungs     RungCounts `json:"rungs"`
+	Contained []Event    `json:"contained,omitempty"`
+}
+
+// Witness is the input and two answers that disagreed.
+type Witness struct {
+	Rung      int      `json:"rung"`
+	Args      []string `json:"args"`
+	Answers   []Answer `json:"answers"`
+	OrderOnly bool     `json:"order_only"`
+	// Breaker is set when one process gave both answers: "repeat" (the
+	// same input twice) or "dict-order" (the second answer is to the input
+	// with every dict in reversed key order).
+	Breaker string `json:"breaker,omitempty"`
+}
+
+// Answer is one run's canonical answer.
+type Answer struct {
+	Run   int    `json:"run"`
+	Value string `json:"value"`
+}
+
+// RungCounts says how much of the ladder landed.
+type RungCounts struct {
+	Total    int `json:"total"`
+	Answered int `json:"answered"`
+	Raised   int `json:"raised"`
+	Excluded int `json:"excluded"`
+	TimedOut int `json:"timed_out"`
+	Crashed  int `json:"crashed"`
+}
+
+// Census counts each verdict and names every look.
+type Census struct {
+	Nondeterministic int      `json:"nondeterministic"`
+	Deterministic    int      `json:"deterministic"`
+	Look             int      `json:"look"`
+	NotProbed        int      `json:"not_probed"`
+	Looks            []string `json:"looks"`
+}
+
+func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Report {
+	rep := &Report{
+		Tool:           Tool{Name: "nondet-sandbox", Version: s.opts.Version},
+		Runtime:        s.opts.Runtime.Name(),
+		Python:         s.opts.Python,
+		Seed:           s.opts.Seed,
+		CallerHashSeed: s.opts.CallerHashSeed,
+		Modules:        []Module{},
+		Functions:      []*Function{},
+		Skipped:        []sandbox.Support{},
+	}
+	rep.Runs = append(rep.Runs, s.runs...)
+	for _, sup := range s.opts.Runtime.Applies() {
+		if sup.Applied {
+			continue
+		}
+		rep.Skipped = append(rep.Skipped, sup)
+		for i := range rep.Runs {
+			clearCondition(&rep.Runs[i], sup.Condition)
+		}
+	}
+	if loc.note != "" {
+		rep.Skipped = append(rep.Skipped, sandbox.Support{Condition: "locale", Reason: loc.note})
+	}
+	for _, f := range files {
+		m := disc.modules[f.Rel]
+		mod := Module{Path: f.Rel, Status: "unreadable", Error: "discovery did not report this file"}
+		if m != nil {
+			mod = Module{Path: f.Rel, Status: m.Status, Error: m.Error}
+		}
+		rep.Modules = append(rep.Modules, mod)
+	}
+	return rep
+}
+
+// clearCondition blanks a condition the runtime did not apply, so the
+// report never claims a variation that did not happen.
+func clearCondition(rc *RunConditions, c string) {
+	switch c {
+	case "hostname":
+		rc.Hostname = ""
+	case "user":
+		rc.UID, rc.GID = 0, 0
+	case "cpus":
+		rc.CPUs = ""
+	case "clock":
+		rc.Clock = ""
+	}
+}
+
+func (r *Report) addFunction(id string, line int) *Function {
+	f := &Function{ID: id, Line: line, Causes: []string{}}
+	r.Functions = append(r.Functions, f)
+	return f
+}
+
+// finish orders functions and counts the census.
+func (r *Report) finish() {
+	sort.SliceStable(r.Functions, func(i, j int) bool { return r.Functions[i].ID < r.Functions[j].ID })
+	r.Census = Census{Looks: []string{}}
+	for _, f := range r.Functions {
+		switch f.Verdict {
+		case VerdictNondeterministic:
+			r.Census.Nondeterministic++
+		case VerdictDeterministic:
+			r.Census.Deterministic++
+		case VerdictLook:
+			r.Census.Look++
+			r.Census.Looks = append(r.Census.Looks, f.ID)
+		default:
+			r.Census.NotProbed++
+		}
+	}
+}
+
+// Findings are the nondeterministic functions.
+func (r *Report) Findings() []*Function {
+	var out []*Function
+	for _, f := range r.Functions {
+		if f.Verdict == VerdictNondeterministic {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Function returns the function with this id, or nil.
+func (r *Report) Function(id string) *Function {
+	for _, f := range r.Functions {
+		if f.ID == id || strings.HasSuffix(f.ID, "/"+id) {
+			return f
+		}
+	}
+	return nil
+}

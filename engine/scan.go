@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// scan is the state of one Scan call.
+type scan struct {
+	opts      Options
+	id        string // names every resource of this scan
+	scratch   string // host directory for the worker, plans and job scratch
+	python    string // the interpreter, as an absolute path
+	binds     []sandbox.Bind
+	runs      []RunConditions
+	locpath   string // host directory of generated locales, or ""
+	processes atomic.Int64
+	jobSeq    atomic.Int64
+	peakMu    sync.Mutex
+	peaks     map[int]int64 // run -> peak memory of any of its workers
+}
+
+// Scan discovers, plans, runs and judges the functions under targets.
+func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
+	opts.defaults()
+	if opts.Runtime == nil {
+		return nil, errors.New("engine: no runtime")
+	}
+	python, err := exec.LookPath(opts.Python)
+	if err != nil {
+		return nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
+	}
+	if python, err = filepath.Abs(python); err != nil {
+		return nil, err
+	}
+	s := &scan{opts: opts, python: python, id: newScanID(), peaks: map[int]int64{}}
+	s.scratch, err = os.MkdirTemp(opts.TempDir, "nondet-sandbox-"+s.id+"-")
+	if err != nil {
+		return nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	defer os.RemoveAll(s.scratch)
+	if err := os.MkdirAll(filepath.Join(s.scratch, "shared", "plans"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
+		return nil, err
+	}
+
+	files, err := findSources(targets)
+	if err != nil {
+		return nil, err
+	}
+	s.layout(files)
+	loc := ensureLocales(ctx, opts.CacheDir)
+	s.locpath = loc.dir
+	s.runs = planRuns(opts.Seed, opts.Runs, loc, s.opts.Runtime.Isolated())
+
+	disc, err := s.discover(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFuncTargets(targets, disc); err != nil {
+		return nil, err
+	}
+	rep := s.newReport(files, disc, loc)
+	probes := s.selectProbes(files, disc, rep)
+	shards := planShards(probes, s.opts.Jobs)
+	results := s.runAll(ctx, shards, disc.ladder)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.judgeAll(rep, probes, results, disc.ladder)
+	rep.Processes = int(s.processes.Load())
+	rep.finish()
+	return rep, nil
+}
+
+func newScanID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// layout decides where the scanned trees appear inside a container: each
+// outermost import root is bound read-only under /scan. On the host
+// runtime every path is itself.
+func (s *scan) layout(files []sourceFile) {
+	s.binds = []sandbox.Bind{{Source: filepath.Join(s.scratch, "shared"), Target: "/nondet"}}
+	if !s.opts.Runtime.Isolated() {
+		s.binds[0].Target = s.binds[0].Source
+	}
+	roots := map[string]bool{}
+	for _, f := range files {
+		roots[f.Root] = true
+	}
+	var list []string
+	for r := range roots {
+		list = append(list, r)
+	}
+	sort.Strings(list)
+	var outer []string
+	for _, r := range list {
+		if len(outer) > 0 && within(r, outer[len(outer)-1]) {
+			continue
+		}
+		outer = append(outer, r)
+	}
+	for i, r := range outer {
+		target := r
+		if s.opts.Runtime.Isolated() {
+			target = fmt.Sprintf("/scan/%d", i)
+		}
+		s.binds = append(s.binds, sandbox.Bind{Source: r, Target: target})
+	}
+}
+
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// inside maps a host path to where the sandbox sees it.
+func (s *scan) inside(host string) string {
+	for _, b := range s.binds {
+		if within(host, b.Source) {
+			return b.Target + strings.TrimPrefix(host, b.Source)
+		}
+	}
+	return host
+}
+
+// sharedFile writes a request into the directory every job sees, and
+// returns its path as the sandbox sees it.
+func (s *scan) sharedFile(name string, v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	host := filepath.Join(s.scratch, "shared", "plans", name)
+	if err := os.WriteFile(host, data, 0o644); err != nil {
+		return "", err
+	}
+	return s.inside(host), nil
+}
+
+// checkFuncTargets reports FILE::function targets naming a function that
+// the file does not define at module level.
+func checkFuncTargets(targets []Target, disc *discovery) error {	for _, t := range targets {
+		if t.Func == "" {
+			continue
+		}
+		rel, _ := filepath.Rel(t.Base, t.Path)
+		m := disc.modules[filepath.ToSlash(rel)]
+		if m == nil || m.Status != "ok" {
+			continue // reported under modules
+		}
+		found := false
+		for _, f := range m.Functions {
+			found = found || f.Name == t.Func
+		}
+		if !found {
+			var names []string
+			for _, f := range m.Functions {
+				names = append(names, f.Name)
+			}
+			hint := "it defines no module-level functions"
+			if len(names) > 0 {
+				hint = "it defines: " + strings.Join(names, ", ")
+			}
+			return &usageError{fmt.Sprintf("%s: no module-level function %q in %s; %s", t.Arg, t.Func, rel, hint)}
+		}
+	}
+	return nil
+}
+
+// probe is one function the plan will call.
+type probe struct {
+	Index  int
+	ID     string
+	File   *sourceFile
+	Name   string
+	Arity  int
+	Module int // index into the scan's module list
+	fn     *Function
+}
+
+// selectProbes decides which functions are called, and records every
+// other one as not probed with its reason.
+func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []*probe {
+	var probes []*probe
+	enforce := !s.opts.Runtime.Isolated() && !s.opts.Unsafe
+	for mi := range files {
+		f := &files[mi]
+		m := disc.modules[f.Rel]
+		if m == nil || m.Status != "ok" {
+			continue
+		}
+		facts := map[string]gate.Facts{}
+		for _, fn := range m.Functions {
+			facts[fn.Name] = fn.Facts
+		}
+		modRefusal, refused := gate.CheckModule(m.ModuleFacts, facts)
+		for _, fn := range m.Functions {
+			if f.Func != "" && fn.Name != f.Func {
+				continue
+			}
+			if f.Func == "" && !s.opts.Private && strings.HasPrefix(fn.Name, "_") {
+				continue
+			}
+			out := rep.addFunction(f.Rel+"::"+fn.Name, fn.Line)
+			why := signatureProblem(fn)
+			switch {
+			case why != "":
+			case enforce && modRefusal != nil:
+				why = "gate: module-level code " + modRefusal.Error() + "; importing it runs that code. Use a container runtime, or --unsafe"
+			case enforce && refused[fn.Name] != nil:
+				why = "gate: " + refused[fn.Name].Error() + ". Use a container runtime, or --unsafe"
+			}
+			if why != "" {
+				out.Verdict, out.Reason = VerdictNotProbed, why
+				continue
+			}
+			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required, Module: mi, fn: out})
+		}
+	}
+	return probes
+}
+
+// signatureProblem says why the ladder cannot call a function, or "".
+func signatureProblem(fn discoveredFunction) string {
+	switch {
+	case fn.Async:
+		return "coroutine function (async def): the ladder makes plain calls"
+	case fn.Vararg != "":
+		return fmt.Sprintf("takes *%s: the ladder has no variadic rungs", fn.Vararg)
+	case fn.Varkw != "":
+		return fmt.Sprintf("takes **%s: the ladder has no keyword rungs", fn.Varkw)
+	case len(fn.KwonlyRequired) > 0:
+		return fmt.Sprintf("keyword-only parameter %s has no default: the ladder passes positional arguments only", fn.KwonlyRequired[0])
+	case fn.Required > maxArity:
+		return fmt.Sprintf("%d required parameters: the ladder covers 0 to %d", fn.Required, maxArity)
+	}
+	return ""
+}
+
+const maxArity = 3

@@ -1,0 +1,258 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
+)
+
+// cacheDir is shared by every test, so the second locale is generated once.
+var cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nondet-sandbox-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	cacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scanOn runs a real scan on the host runtime with a real interpreter.
+func scanOn(t *testing.T, rt sandbox.Runtime, mutate func(*engine.Options), args ...string) *engine.Report {
+	t.Helper()
+	opts := engine.Options{
+		Runtime: rt, Python: testenv.Python(t), Runs: 3, Jobs: 2, Seed: 11,
+		CallTimeout: 3 * time.Second, CacheDir: cacheDir,
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	var targets []engine.Target
+	for _, a := range args {
+		tg, err := engine.ParseTarget(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, tg)
+	}
+	rep, err := engine.Scan(context.Background(), opts, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func scan(t *testing.T, mutate func(*engine.Options), args ...string) *engine.Report {
+	t.Helper()
+	return scanOn(t, host.New(), mutate, args...)
+}
+
+func fn(t *testing.T, rep *engine.Report, id string) *engine.Function {
+	t.Helper()
+	f := rep.Function(id)
+	if f == nil {
+		var ids []string
+		for _, f := range rep.Functions {
+			ids = append(ids, f.ID)
+		}
+		t.Fatalf("no function %s in report; have %v", id, ids)
+	}
+	return f
+}
+
+func module(t *testing.T, rep *engine.Report, path string) engine.Module {
+	t.Helper()
+	for _, m := range rep.Modules {
+		if m.Path == path {
+			return m
+		}
+	}
+	t.Fatalf("no module %s in report: %+v", path, rep.Modules)
+	return engine.Module{}
+}
+
+func TestContainment(t *testing.T) {
+	// --unsafe: the gate would refuse os.kill and ctypes; containment is
+	// what is under test.
+	rep := scan(t, func(o *engine.Options) { o.Unsafe = true }, "testdata/contain")
+	cases := []struct {
+		id, kind, detail string
+	}{
+		{"misbehave.py::hangs", "timeout", "call limit"},
+		{"misbehave.py::exits", "crash", "exit status 3"},
+		{"misbehave.py::kills_itself", "crash", "SIGKILL"},
+		{"misbehave.py::segfaults", "crash", "SIGSEGV"},
+		{"misbehave.py::leaks_thread", "thread", "non-daemon thread"},
+	}
+	for _, c := range cases {
+		t.Run(c.id, func(t *testing.T) {
+			f := fn(t, rep, c.id)
+			found := false
+			for _, e := range f.Contained {
+				found = found || e.Kind == c.kind && strings.Contains(e.Detail, c.detail)
+			}
+			if !found {
+				t.Fatalf("%s: want a contained %s event mentioning %q, got %+v (verdict %s: %s)", c.id, c.kind, c.detail, f.Contained, f.Verdict, f.Reason)
+			}
+		})
+	}
+	// Every other function's results survive, printing included: stdout
+	// belongs to the scanned code and cannot forge a record.
+	for _, id := range []string{"misbehave.py::fine", "misbehave.py::prints"} {
+		f := fn(t, rep, id)
+		if f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered != f.Rungs.Total {
+			t.Errorf("%s: want deterministic with every rung answered, got %s (%+v): %s", id, f.Verdict, f.Rungs, f.Reason)
+		}
+	}
+	if f := fn(t, rep, "misbehave.py::hangs"); f.Verdict != engine.VerdictLook || f.Rungs.TimedOut == 0 {
+		t.Errorf("hangs: want a look with timed-out rungs, got %s %+v", f.Verdict, f.Rungs)
+	}
+}
+
+func TestBrokenModulesAreReportedAndTheScanGoesOn(t *testing.T) {
+	rep := scan(t, nil, "testdata/broken")
+	if m := module(t, rep, "bad_syntax.py"); m.Status != "unparseable" || !strings.Contains(m.Error, "SyntaxError") {
+		t.Errorf("bad_syntax.py: %+v", m)
+	}
+	if m := module(t, rep, "not_utf8.py"); m.Status != "unparseable" {
+		t.Errorf("not_utf8.py: %+v", m)
+	}
+	if m := module(t, rep, "raises_on_import.py"); m.Status != "import-failed" || !strings.Contains(m.Error, "RuntimeError: this module refuses") {
+		t.Errorf("raises_on_import.py: %+v", m)
+	}
+	if f := fn(t, rep, "raises_on_import.py::never"); f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "import failed: RuntimeError") {
+		t.Errorf("never: %s %s", f.Verdict, f.Reason)
+	}
+	if f := fn(t, rep, "ok.py::good"); f.Verdict != engine.VerdictDeterministic {
+		t.Errorf("good: %s %s", f.Verdict, f.Reason)
+	}
+	notProbed := map[string]string{
+		"ok.py::too_many": "4 required parameters",
+		"ok.py::variadic": "*args",
+		"ok.py::kwonly":   "keyword-only parameter key",
+		"ok.py::coro":     "async def",
+	}
+	for id, why := range notProbed {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, why) {
+			t.Errorf("%s: want not probed because %q, got %s: %s", id, why, f.Verdict, f.Reason)
+		}
+	}
+	if rep.Function("ok.py::_private") != nil {
+		t.Error("_private was probed without --private")
+	}
+}
+
+func TestPackagesImportByDottedName(t *testing.T) {
+	dir := t.TempDir()
+	if err := exec.Command("cp", "-r", "testdata/pkgtree/.", dir).Run(); err != nil {
+		t.Fatal(err)
+	}
+	// Noise the walk must skip without a word: a symlink loop, bytecode
+	// caches, a non-Python file.
+	if err := os.Symlink(dir, filepath.Join(dir, "pkg", "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pkg", "__pycache__"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "__pycache__", "junk.py"), []byte("def junk(:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := scan(t, nil, dir)
+	want := map[string]string{
+		"pkg/core.py::doubled":            engine.VerdictDeterministic, // relative import
+		"pkg/helpers.py::twice":           engine.VerdictDeterministic,
+		"plain/script.py::answer":         engine.VerdictDeterministic, // sibling import
+		"ns/inner/nsmod.py::in_namespace": engine.VerdictDeterministic,
+	}
+	for id, v := range want {
+		if f := fn(t, rep, id); f.Verdict != v {
+			t.Errorf("%s: %s (%s)", id, f.Verdict, f.Reason)
+		}
+	}
+	for _, m := range rep.Modules {
+		if m.Status != "ok" || strings.Contains(m.Path, "__pycache__") || strings.Contains(m.Path, "loop") {
+			t.Errorf("module %+v should not be listed or should be ok", m)
+		}
+	}
+	if len(rep.Modules) != 6 {
+		t.Errorf("want 6 modules, got %+v", rep.Modules)
+	}
+}
+
+func TestCanonicalValuesNeitherHangNorCrash(t *testing.T) {
+	rep := scan(t, nil, "testdata/values")
+	if f := fn(t, rep, "values.py::self_referential"); f.Verdict != engine.VerdictDeterministic {
+		t.Errorf("self_referential: %s %s", f.Verdict, f.Reason)
+	}
+	if f := fn(t, rep, "values.py::fifty_megabytes"); f.Verdict != engine.VerdictDeterministic || len(f.Contained) != 0 {
+		t.Errorf("fifty_megabytes: %s %s %+v", f.Verdict, f.Reason, f.Contained)
+	}
+	if f := fn(t, rep, "values.py::opaque"); f.Verdict != engine.VerdictLook || f.Rungs.Excluded != 1 {
+		t.Errorf("opaque: want a look with 1 excluded rung, got %s %+v", f.Verdict, f.Rungs)
+	}
+}
+
+func TestGateRefusesWritersAndKeepsReadOnlyFindings(t *testing.T) {
+	dir := t.TempDir()
+	if err := exec.Command("cp", "-r", "testdata/gate/.", dir).Run(); err != nil {
+		t.Fatal(err)
+	}
+	rep := scan(t, nil, dir)
+	for _, id := range []string{"writer.py::writes_file", "writer.py::deletes_through_helper"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictNotProbed || !strings.HasPrefix(f.Reason, "gate:") {
+			t.Errorf("%s: want refused by the gate, got %s: %s", id, f.Verdict, f.Reason)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "written.txt")); err == nil {
+		t.Fatal("the refused function wrote its file")
+	}
+	if f := fn(t, rep, "writer.py::reads_clock"); f.Verdict != engine.VerdictNondeterministic {
+		t.Errorf("reads_clock: the gate must not eat read-only findings, got %s: %s", f.Verdict, f.Reason)
+	}
+	if f := fn(t, rep, "writer.py::reads_file"); f.Verdict != engine.VerdictDeterministic {
+		t.Errorf("reads_file: %s: %s", f.Verdict, f.Reason)
+	}
+	// --unsafe lifts the gate: the file appears, which is why it is refused.
+	rep = scan(t, func(o *engine.Options) { o.Unsafe = true }, dir+"/writer.py::writes_file")
+	if f := fn(t, rep, "writer.py::writes_file"); f.Verdict == engine.VerdictNotProbed {
+		t.Errorf("--unsafe: still refused: %s", f.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "written.txt")); err != nil {
+		t.Errorf("--unsafe: the function ran but its file is missing: %v", err)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"testdata/nope", "no such file or directory"},
+		{"testdata/pkgtree/README.txt", "not a Python source file"},
+		{"testdata/pkgtree::x", "is a directory"},
+		{"testdata/broken/ok.py::", "give one module-level function name"},
+	} {
+		_, err := engine.ParseTarget(c.arg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want error containing %q, got %v", c.arg, c.want, err)
+		}
+	}
+	tg, err := engine.ParseTarget("testdata/broken/ok.py::missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = engine.Scan(context.Background(), engine.Options{Runtime: host.New(), Python: testenv.Python(t)}, []engine.Target{tg})
+	if err == nil || !strings.Contains(err.Error(), `no module-level function "missing"`) || !strings.Contains(err.Error(), "good") {
+		t.Errorf("want an error naming the missing function and the ones there are, got %v", err)
+	}
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Target is one command-line argument: a directory, a .py file, or
+// FILE::function.
+type Target struct {
+	Arg  string
+	Base string // absolute folder that report ids are relative to
+	Path string // absolute file or directory
+	Func string // set for FILE::function
+}
+
+// ParseTarget checks one argument and says what to do when it is wrong.
+func ParseTarget(arg string) (Target, error) {
+	t := Target{Arg: arg}
+	path := arg
+	if i := strings.LastIndex(arg, "::"); i >= 0 {
+		path, t.Func = arg[:i], arg[i+2:]
+		if t.Func == "" || strings.ContainsAny(t.Func, "./:") {
+			return t, &usageError{fmt.Sprintf("%s: after '::' give one module-level function name, as in util.py::normalise", arg)}
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return t, &usageError{fmt.Sprintf("%s: %v", arg, err)}
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return t, &usageError{fmt.Sprintf("%s: no such file or directory; give a directory, a .py file, or FILE.py::function", path)}
+	}
+	t.Path = abs
+	switch {
+	case st.IsDir() && t.Func != "":
+		return t, &usageError{fmt.Sprintf("%s is a directory; '::function' goes after a .py file", path)}
+	case st.IsDir():
+		t.Base = abs
+	case strings.HasSuffix(abs, ".py") && st.Mode().IsRegular():
+		t.Base = filepath.Dir(abs)
+	default:
+		return t, &usageError{fmt.Sprintf("%s is not a Python source file (.py); give a directory, a .py file, or FILE.py::function", path)}
+	}
+	return t, nil
+}
+
+// sourceFile is one module found under a target.
+type sourceFile struct {
+	Path string // absolute, on the host
+	Rel  string // relative to its target's Base, slash-separated
+	Root string // the directory that goes on sys.path
+	Name string // dotted module name under Root
+	Func string // only this function, when the target named one
+}
+
+// findSources walks the targets. Symlinked directories (and so symlink
+// loops), hidden directories, __pycache__ and non-.py files are skipped
+// without a word; duplicates across targets are listed once.
+func findSources(targets []Target) ([]sourceFile, error) {
+	var out []sourceFile
+	seen := map[string]bool{}
+	add := func(t Target, path string) {
+		if seen[path+"::"+t.Func] {
+			return
+		}
+		seen[path+"::"+t.Func] = true
+		rel, _ := filepath.Rel(t.Base, path)
+		root, name := moduleName(path)
+		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func})
+	}
+	for _, t := range targets {
+		st, err := os.Stat(t.Path)
+		if err != nil {
+			return nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
+		}
+		if !st.IsDir() {
+			add(t, t.Path)
+			continue
+		}
+		err = filepath.WalkDir(t.Path, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if d != nil && d.IsDir() && path != t.Path {
+					return fs.SkipDir // unreadable: nothing to list
+				}
+				return nil
+			}
+			name := d.Name()
+			if d.IsDir() {
+				if path != t.Path && (name == "__pycache__" || strings.HasPrefix(name, ".")) {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(name, ".py") {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				st, err := os.Stat(path)
+				if err != nil || !st.Mode().IsRegular() {
+					return nil
+				}
+			} else if !d.Type().IsRegular() {
+				return nil
+			}
+			add(t, path)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", t.Arg, err)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
+	return out, nil
+}
+
+// moduleName finds the import root of a file: the nearest ancestor that is
+// not a package (has no __init__.py), so a module inside a package is
+// imported by its dotted name and its relative imports work.
+func moduleName(path string) (root, name string) {
+	dir := filepath.Dir(path)
+	parts := []string{strings.TrimSuffix(filepath.Base(path), ".py")}
+	if parts[0] == "__init__" {
+		parts = nil
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "__init__.py")); err != nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir || !isIdentifier(filepath.Base(dir)) {
+			break
+		}
+		parts = append([]string{filepath.Base(dir)}, parts...)
+		dir = parent
+	}
+	if len(parts) == 0 { // an __init__.py whose folder is not importable as a package
+		return filepath.Dir(path), "__init__"
+	}
+	return dir, strings.Join(parts, ".")
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 127 || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}

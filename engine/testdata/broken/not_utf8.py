@@ -1,0 +1,2 @@
+def latin():
+    return "café"

@@ -1,0 +1,5 @@
+raise RuntimeError("this module refuses to be imported")
+
+
+def never():
+    return 1

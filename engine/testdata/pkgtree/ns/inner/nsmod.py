@@ -1,0 +1,2 @@
+def in_namespace():
+    return "ns"

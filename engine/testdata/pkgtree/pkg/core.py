@@ -1,0 +1,5 @@
+from .helpers import twice
+
+
+def doubled(x):
+    return twice(x)

@@ -1,0 +1,5 @@
+import sibling
+
+
+def answer():
+    return sibling.VALUE + 1

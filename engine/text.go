@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for people: findings first, each with its
+// witness, then the other verdicts and a census.
+func WriteText(w io.Writer, r *Report) error {
+	p := &printer{w: w}
+	p.f("nondet-sandbox %s · runtime %s · %d runs · seed %d · %d interpreters started\n",
+		r.Tool.Version, r.Runtime, len(r.Runs), r.Seed, r.Processes)
+	if r.CallerHashSeed != "" {
+		p.f("note: PYTHONHASHSEED=%s is set in your environment; it was not passed on (each run sets its own)\n", r.CallerHashSeed)
+	}
+	for _, s := range r.Skipped {
+		p.f("note: %s not varied: %s\n", s.Condition, s.Reason)
+	}
+	findings := r.Findings()
+	p.f("\nFINDINGS — %d", len(findings))
+	if len(findings) > 0 {
+		p.f(", each with a witness:")
+	}
+	p.f("\n")
+	for _, f := range findings {
+		wt := f.Witness
+		p.f("  nondeterministic  %s\n", f.ID)
+		order := ""
+		if wt.OrderOnly {
+			order = "   (order only)"
+		}
+		p.f("         (%s) -> %s  then  %s%s\n", strings.Join(wt.Args, ", "),
+			clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
+		switch wt.Breaker {
+		case "repeat":
+			p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
+		case "dict-order":
+			p.f("         both in run %d, the second with every dict in reversed key order: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
+		default:
+			for _, a := range wt.Answers {
+				p.f("         run %d: %s\n", a.Run, describeRun(r.Runs[a.Run]))
+			}
+		}
+		if len(f.Causes) > 0 {
+			p.f("         moved by: %s\n", strings.Join(f.Causes, ", "))
+		}
+		p.contained(f)
+	}
+	if len(findings) > 0 {
+		p.f("  a witness is a fact: each of these functions gave two answers to one input\n")
+	}
+	groups := []struct{ verdict, title string }{
+		{VerdictDeterministic, "deterministic — no run disagreed, which is not a guarantee"},
+		{VerdictLook, "look — the ladder never reached the body"},
+		{VerdictNotProbed, "not probed"},
+	}
+	for _, g := range groups {
+		var fs []*Function
+		for _, f := range r.Functions {
+			if f.Verdict == g.verdict {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		p.f("\n%s — %d\n", g.title, len(fs))
+		for _, f := range fs {
+			reason := f.Reason
+			if g.verdict == VerdictDeterministic {
+				reason = strings.TrimPrefix(reason, "no run disagreed; not a guarantee; ")
+			}
+			p.f("  %-40s %s\n", f.ID, reason)
+			p.contained(f)
+		}
+	}
+	var bad []string
+	ok := 0
+	for _, m := range r.Modules {
+		if m.Status == "ok" {
+			ok++
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("  %s: %s: %s", m.Path, m.Status, m.Error))
+	}
+	p.f("\nmodules: %d ok, %d not\n", ok, len(bad))
+	for _, b := range bad {
+		p.f("%s\n", b)
+	}
+	c := r.Census
+	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
+		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	if len(c.Looks) > 0 {
+		p.f("looks: %s\n", strings.Join(c.Looks, ", "))
+	}
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) contained(f *Function) {
+	if len(f.Contained) == 0 {
+		return
+	}
+	seen := map[string][]int{}
+	var order []string
+	for _, e := range f.Contained {
+		key := e.Kind + ": " + e.Detail
+		if _, ok := seen[key]; !ok {
+			order = append(order, key)
+		}
+		seen[key] = append(seen[key], e.Run)
+	}
+	for _, k := range order {
+		p.f("         contained: %s (runs %s)\n", k, joinInts(seen[k]))
+	}
+}
+
+func joinInts(xs []int) string {
+	var out []string
+	seen := map[int]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, fmt.Sprint(x))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func describeRun(rc RunConditions) string {
+	parts := []string{
+		fmt.Sprintf("hash seed %d", rc.HashSeed),
+		"TZ=" + rc.TZ,
+		"locale " + rc.Locale,
+		rc.CallOrder + " order",
+	}
+	if rc.Hostname != "" {
+		parts = append(parts, "hostname "+rc.Hostname)
+	}
+	if rc.UID != 0 {
+		parts = append(parts, fmt.Sprintf("uid %d", rc.UID))
+	}
+	parts = append(parts, "umask "+rc.Umask, "cwd "+rc.Cwd)
+	if rc.CPUs != "" {
+		parts = append(parts, "cpus "+rc.CPUs)
+	}
+	if rc.Clock != "" && rc.Clock != "0s" {
+		parts = append(parts, "clock "+rc.Clock)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

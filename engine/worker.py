@@ -1,0 +1,570 @@
+"""nondet-sandbox worker: runs inside the sandbox, one interpreter per (shard, run).
+
+Two modes, both driven by a JSON request file and both answering on a
+dedicated record channel (file descriptor 3), never on stdout or stderr, which
+belong to the scanned code:
+
+  worker.py discover REQUEST   parse modules with ast (never import them) and
+                               list their functions, signatures and the facts
+                               the gate needs; also print the ladder.
+  worker.py probe PLAN         import a shard's modules by dotted name and call
+                               each planned (function, rung), streaming one
+                               canonical answer per call.
+
+The ladder lives here, in LADDER, and nowhere else.
+"""
+
+import ast
+import copy
+import enum
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+
+RECORD_FD = 3
+# A call's answer longer than this is compared by digest and shown truncated.
+MAX_TEXT = 4096
+
+# The ladder: one fixed list of values, documented here and only here.
+# Arity n uses every value repeated n times, then a few mixed rungs. The
+# narrow (3-key) and wide (8-key) dicts are both here on purpose: a hash-order
+# defect on 3 keys is missed by three runs 2.8% of the time, on 8 keys about
+# once in a billion.
+FIVE_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
+LADDER = [
+    0,
+    7,
+    -3,
+    2 ** 70,
+    3.14159,
+    -0.5,
+    "",
+    "alpha",
+    "Hello, World - \u00fcn\u00efcode",
+    "  padded\ttext  ",
+    None,
+    True,
+    False,
+    [],
+    FIVE_WORDS,
+    ["b", "a", "c", "a"],
+    [3, 1, 2],
+    (1, 2, 3),
+    ("x", "y"),
+    {"red": 1, "green": 2, "blue": 3},
+    {"k%d" % i: i for i in range(8)},
+    [[1, 2], [3, [4, 5]]],
+    b"bytes",
+]
+MIXED = {
+    2: [(0, "alpha"), ("alpha", 0), (FIVE_WORDS, 2), ("alpha", "beta")],
+    3: [(0, 1, 2), ("a", "b", "c"), (FIVE_WORDS, 0, 3), (1, "alpha", None)],
+}
+
+
+def rungs(arity):
+    if arity == 0:
+        return [()]
+    return [(v,) * arity for v in LADDER] + MIXED.get(arity, [])
+
+
+RUNGS = {a: rungs(a) for a in range(4)}
+
+
+# ---------------------------------------------------------------- canonical
+
+
+class NoCanon(Exception):
+    """The value has no canonical form (its repr carries an address)."""
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|^<.*>$", re.S)
+
+
+def _typename(t):
+    mod = getattr(t, "__module__", "")
+    name = getattr(t, "__qualname__", getattr(t, "__name__", "?"))
+    return name if mod in ("builtins", "", None) else mod + "." + name
+
+
+def canon_text(x, sort_sets=False):
+    """Canonical text of a value. Dict key order is not semantic, list and
+    tuple order is, a set is written in its iteration order (or sorted, when
+    sort_sets asks whether two answers differ by order only)."""
+    out = []
+    sets = [False]
+    _canon(x, out, set(), sort_sets, sets)
+    return "".join(out), sets[0]
+
+
+def _canon(x, out, path, sort_sets, sets):
+    t = type(x)
+    if x is None or t is bool or t is int or t is float or t is complex:
+        if t is int:
+            try:
+                out.append(repr(x))
+            except ValueError:  # more digits than int->str allows
+                out.append("int:0x%x" % x)
+        else:
+            out.append(repr(x))
+        return
+    if t is str:
+        out.append(json.dumps(x, ensure_ascii=False))
+        return
+    if t is bytes or t is bytearray:
+        out.append(repr(x))
+        return
+    ident = id(x)
+    if ident in path:
+        out.append("<cycle>")
+        return
+    if isinstance(x, (list, tuple, set, frozenset, dict)):
+        path.add(ident)
+        try:
+            _canon_container(x, t, out, path, sort_sets, sets)
+        finally:
+            path.discard(ident)
+        return
+    import dataclasses
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        path.add(ident)
+        try:
+            out.append(_typename(t) + "(")
+            for i, f in enumerate(dataclasses.fields(x)):
+                if i:
+                    out.append(",")
+                out.append(f.name + "=")
+                _canon(getattr(x, f.name), out, path, sort_sets, sets)
+            out.append(")")
+        finally:
+            path.discard(ident)
+        return
+    if isinstance(x, type):
+        out.append("class:" + _typename(x))
+        return
+    if t.__name__ == "module":
+        out.append("module:" + x.__name__)
+        return
+    if isinstance(x, enum.Enum):
+        out.append(_typename(t) + "." + str(x.name))
+        return
+    r = repr(x)
+    if _ADDRESS.search(r):
+        raise NoCanon(_typename(t))
+    out.append(_typename(t) + ":" + r)
+
+
+def _canon_container(x, t, out, path, sort_sets, sets):
+    prefix = "" if t in (list, tuple, dict, set, frozenset) else _typename(t)
+    if isinstance(x, dict):
+        items = []
+        for k, v in x.items():
+            kt, vt = [], []
+            _canon(k, kt, path, sort_sets, sets)
+            _canon(v, vt, path, sort_sets, sets)
+            items.append("".join(kt) + ":" + "".join(vt))
+        items.sort()
+        out.append(prefix + "{" + ",".join(items) + "}")
+        return
+    if isinstance(x, (set, frozenset)):
+        sets[0] = True
+        parts = []
+        for e in x:
+            p = []
+            _canon(e, p, path, sort_sets, sets)
+            parts.append("".join(p))
+        if sort_sets:
+            parts.sort()
+        name = "frozenset" if isinstance(x, frozenset) else "set"
+        out.append((prefix or name) + "[" + ",".join(parts) + "]")
+        return
+    fields = getattr(t, "_fields", None)
+    if isinstance(x, tuple) and fields:  # namedtuple: its fields are its meaning
+        out.append(_typename(t) + "(")
+        for i, (f, v) in enumerate(zip(fields, x)):
+            if i:
+                out.append(",")
+            out.append(f + "=")
+            _canon(v, out, path, sort_sets, sets)
+        out.append(")")
+        return
+    opening, closing = ("(", ")") if isinstance(x, tuple) else ("[", "]")
+    out.append(prefix + opening)
+    for i, e in enumerate(x):
+        if i:
+            out.append(",")
+        _canon(e, out, path, sort_sets, sets)
+    if isinstance(x, tuple) and len(x) == 1:
+        out.append(",")
+    out.append(closing)
+
+
+def shorten(text):
+    if len(text) <= MAX_TEXT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return "%s…#sha256:%s(%d chars)" % (text[:160], digest, len(text))
+
+
+def answer(value):
+    """Returns (canonical, order_free) for a returned value; order_free is
+    set only when the value holds a set, so "order only" can be told."""
+    text, had_set = canon_text(value)
+    free = None
+    if had_set:
+        free = "V:" + shorten(canon_text(value, sort_sets=True)[0])
+    return "V:" + shorten(text), free
+
+
+def raised(exc):
+    return "E:" + _typename(type(exc))
+
+
+def display(args):
+    """How a rung is shown in a report: canonical, sets sorted, so the text
+    does not depend on the hash seed of the process that wrote it."""
+    return [canon_text(a, sort_sets=True)[0] for a in args]
+
+
+# ----------------------------------------------------------------- channel
+
+
+class Channel:
+    def __init__(self, nonce):
+        # Move the channel out of the low descriptors a hostile function is
+        # likely to scribble on, and out of its children's inheritance.
+        import fcntl
+        self.fd = fcntl.fcntl(RECORD_FD, fcntl.F_DUPFD_CLOEXEC, 900)
+        os.close(RECORD_FD)
+        self.nonce = nonce
+
+    def send(self, rec):
+        rec["n"] = self.nonce
+        data = (json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError:
+            # The scanned code closed or broke the channel: nothing more can
+            # be reported from this process, so end it; the engine names the
+            # call in progress and resumes after it.
+            os._exit(97)
+
+
+# ---------------------------------------------------------------- discover
+
+
+def discover(req):
+    ch = Channel(req.get("nonce", ""))
+    ch.send({"k": "ladder", "rungs": {str(a): [display(r) for r in rungs(a)] for a in range(4)}})
+    for f in req["files"]:
+        ch.send(describe_module(f["path"], f["rel"]))
+    ch.send({"k": "done"})
+
+
+def describe_module(path, rel):
+    rec = {"k": "module", "rel": rel}
+    try:
+        with open(path, "rb") as fh:
+            src = fh.read()
+        tree = compile(src, rel, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, UnicodeDecodeError) as e:
+        rec["status"] = "unparseable"
+        rec["error"] = "%s: %s" % (type(e).__name__, _one_line(e))
+        return rec
+    except OSError as e:
+        rec["status"] = "unreadable"
+        rec["error"] = "%s: %s" % (type(e).__name__, e.strerror or e)
+        return rec
+    rec["status"] = "ok"
+    aliases = {}
+    top_level = []
+    for node in tree.body:
+        _collect_imports(node, aliases)
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    funcs = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            funcs.append(_describe_function(node, aliases, names))
+        elif not isinstance(node, (ast.Import, ast.ImportFrom, ast.ClassDef)):
+            top_level.append(node)
+    rec["functions"] = funcs
+    rec["module_facts"] = _facts(top_level, aliases, names)
+    return rec
+
+
+def _one_line(e):
+    if isinstance(e, SyntaxError):
+        return "%s (line %s)" % (e.msg, e.lineno)
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _collect_imports(node, aliases):
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+            for a in sub.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    aliases[top] = top
+        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+            for a in sub.names:
+                aliases[a.asname or a.name] = sub.module + "." + a.name
+
+
+def _describe_function(node, aliases, names):
+    a = node.args
+    positional = a.posonlyargs + a.args
+    required = len(positional) - len(a.defaults)
+    kwonly_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    local = dict(aliases)
+    _collect_imports(node, local)
+    return {
+        "name": node.name,
+        "line": node.lineno,
+        "async": isinstance(node, ast.AsyncFunctionDef),
+        "required": required,
+        "vararg": a.vararg.arg if a.vararg else "",
+        "varkw": a.kwarg.arg if a.kwarg else "",
+        "kwonly_required": kwonly_required,
+        "facts": _facts(node.body, local, names),
+    }
+
+
+def _dotted(expr, aliases):
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        if expr.id in aliases:
+            return ".".join([aliases[expr.id]] + parts[::-1])
+        if parts:  # a method on a local value: only its name is known
+            return "." + parts[0]
+        return expr.id
+    if parts:  # a method on something computed: only its name is known
+        return "." + parts[0]
+    return ""
+
+
+def _facts(body, aliases, names):
+    """What the gate and the smell linter need: each call's dotted name, the
+    mode of every open(), and loops over sets."""
+    calls, set_iters = [], []
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call):
+                name = _dotted(n.func, aliases)
+                if not name:
+                    continue
+                rec = {"name": name, "line": n.lineno}
+                if name in names:
+                    rec["local"] = True
+                if name in OPENERS:
+                    rec["mode"] = _open_mode(n)
+                calls.append(rec)
+                if name in ("list", "tuple", "sorted", "enumerate", "iter", "next") and n.args and _is_set(n.args[0]):
+                    set_iters.append(n.lineno)
+            elif isinstance(n, (ast.For, ast.comprehension)) and _is_set(n.iter):
+                set_iters.append(getattr(n, "lineno", getattr(n.iter, "lineno", 0)))
+    return {"calls": calls, "set_iters": sorted(set(set_iters))}
+
+
+OPENERS = {"open", "io.open", "codecs.open", "os.fdopen", ".open", "gzip.open",
+           "bz2.open", "lzma.open", "tarfile.open", "pathlib.Path.open"}
+
+
+def _is_set(e):
+    if isinstance(e, (ast.Set, ast.SetComp)):
+        return True
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("set", "frozenset")
+
+
+def _open_mode(call):
+    mode = None
+    if len(call.args) >= 2:
+        mode = call.args[1]
+    for kw in call.keywords:
+        if kw.arg == "mode":
+            mode = kw.value
+    if mode is None:
+        return "r"
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return mode.value
+    return "?"
+
+
+# ------------------------------------------------------------------- probe
+
+
+def probe(plan):
+    ch = Channel(plan["nonce"])
+    limit = plan.get("address_space_limit")
+    if limit:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    home_cwd = os.getcwd()
+    modules = plan["modules"]
+    loaded = {}
+    skip = set(plan.get("skip", []))
+    calls = plan["calls"]
+    functions = plan["functions"]
+    for idx in range(plan.get("start", 0), len(calls)):
+        fi, ri = calls[idx]
+        if fi in skip:
+            continue
+        fn = functions[fi]
+        mi = fn["module"]
+        if mi not in loaded:
+            ch.send({"k": "is", "m": mi})
+            loaded[mi] = _import(modules[mi])
+            os.chdir(home_cwd)
+            if isinstance(loaded[mi], str):
+                ch.send({"k": "if", "m": mi, "err": loaded[mi]})
+            else:
+                ch.send({"k": "id", "m": mi})
+        mod = loaded[mi]
+        if isinstance(mod, str):
+            continue
+        target = getattr(mod, fn["name"], None)
+        if not callable(target):
+            ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
+            skip.add(fi)
+            continue
+        base = RUNGS[fn["arity"]][ri]
+        ch.send({"k": "s", "i": idx})
+        before = set(threading.enumerate())
+        rec = {"k": "r", "i": idx}
+        v, free, why = call(target, copy.deepcopy(base))
+        if v is None:
+            rec["x"] = why
+        else:
+            rec["v"] = v
+            if free is not None:
+                rec["o"] = free
+            breaker, v2 = in_process_breakers(target, base, v)
+            if breaker:
+                rec["b"], rec["v2"] = breaker, v2
+        leaked = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
+        if leaked:
+            rec["th"] = len(leaked)
+        try:
+            os.chdir(home_cwd)
+        except OSError:
+            pass
+        ch.send(rec)
+    ch.send({"k": "done"})
+
+
+def call(target, args):
+    """One call: (canonical, order_free, None), or (None, None, why) when
+    the answer has no canonical form."""
+    try:
+        value = target(*args)
+    except BaseException as e:  # raising is an answer: its type is canonical
+        return raised(e), None, None
+    try:
+        v, free = answer(value)
+        return v, free, None
+    except NoCanon as e:
+        return None, None, str(e)
+    except RecursionError:
+        return None, None, "nested too deeply to canonicalise"
+    except MemoryError:
+        return None, None, "too large to canonicalise"
+
+
+def in_process_breakers(target, base, first):
+    """The governor's in-process breakers: call again on an identical input
+    (hidden state, clocks, RNGs break here), then with every dict rebuilt in
+    reversed key order (reliance on insertion order breaks here)."""
+    again, _, _ = call(target, copy.deepcopy(base))
+    if again is not None and again != first:
+        return "repeat", again
+    if _has_dict(base):
+        flipped, _, _ = call(target, _reverse_dicts(copy.deepcopy(base)))
+        if flipped is not None and flipped != first:
+            return "dict-order", flipped
+    return None, None
+
+
+def _has_dict(x):
+    if isinstance(x, dict):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_dict(e) for e in x)
+    return False
+
+
+def _reverse_dicts(x):
+    if isinstance(x, dict):
+        return {k: _reverse_dicts(v) for k, v in reversed(list(x.items()))}
+    if isinstance(x, list):
+        return [_reverse_dicts(e) for e in x]
+    if isinstance(x, tuple):
+        return tuple(_reverse_dicts(e) for e in x)
+    return x
+
+
+def _import(m):
+    """Import a module by its dotted name with its package root first on
+    sys.path, so relative imports work. A name that is already taken by a
+    different module (the worker's own, or the standard library's) is loaded
+    from its file under a private name instead."""
+    import importlib
+    import importlib.util
+    root, name, path = m["root"], m["name"], m["path"]
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        top = name.split(".")[0]
+        existing = sys.modules.get(top)
+        if existing is not None and not _same_root(existing, root):
+            if "." in name:
+                return "ImportError: package %s is shadowed by an already imported module of that name" % top
+            alias = "_nondet_%d_%s" % (m["index"], name)
+            spec = importlib.util.spec_from_file_location(alias, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[alias] = mod
+            spec.loader.exec_module(mod)
+            return mod
+        return importlib.import_module(name)
+    except BaseException as e:
+        msg = str(e).splitlines()[0] if str(e) else ""
+        return "%s: %s" % (_typename(type(e)), msg[:300])
+
+
+def _same_root(module, root):
+    f = getattr(module, "__file__", None)
+    if not f:
+        return False
+    return os.path.realpath(f).startswith(os.path.realpath(root) + os.sep)
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in ("discover", "probe"):
+        sys.stderr.write("usage: worker.py discover|probe REQUEST.json\n")
+        return 2
+    with open(argv[2], encoding="utf-8") as fh:
+        req = json.load(fh)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
+    if argv[1] == "discover":
+        discover(req)
+    else:
+        probe(req)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    # Leave at once: a non-daemon thread the scanned code left running would
+    # otherwise hold the interpreter open at shutdown.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

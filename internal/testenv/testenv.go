@@ -1,0 +1,48 @@
+// Package testenv gates tests on what the machine has (root, a Python
+// interpreter, a container runtime, a Docker engine) and turns every such
+// skip into a failure when NONDET_SANDBOX_NO_SKIP=1, as CI sets it: a
+// skipped sandbox test in CI is a red CI.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// NoSkipVar is the environment variable that makes a skip a failure.
+const NoSkipVar = "NONDET_SANDBOX_NO_SKIP"
+
+// Skip skips the test, or fails it when skipping is disallowed.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv(NoSkipVar) == "1" {
+		t.Fatalf("%s, and %s=1 forbids skipping", reason, NoSkipVar)
+	}
+	t.Skip(reason)
+}
+
+// Python returns the interpreter tests probe with: $NONDET_SANDBOX_PYTHON,
+// else Debian's /usr/bin/python3, else python3 on PATH.
+func Python(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("NONDET_SANDBOX_PYTHON"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		Skip(t, "no python3 interpreter")
+	}
+	return p
+}
+
+// NeedRoot skips unless the test runs as root.
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, "needs root")
+	}
+}

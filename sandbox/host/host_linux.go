@@ -1,0 +1,122 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Runtime is the host backend.
+type Runtime struct{}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New returns the host runtime.
+func New() *Runtime { return &Runtime{} }
+
+func (*Runtime) Name() string   { return "host" }
+func (*Runtime) Isolated() bool { return false }
+
+func (*Runtime) Applies() []sandbox.Support {
+	no := func(c, why string) sandbox.Support { return sandbox.Support{Condition: c, Reason: why} }
+	return []sandbox.Support{
+		no("hostname", "the host runtime has no UTS namespace"),
+		no("user", "the host runtime has no user namespace"),
+		{Condition: "umask", Applied: true},
+		{Condition: "cwd", Applied: true},
+		{Condition: "home", Applied: true},
+		no("cpus", "the host runtime does not pin CPUs"),
+		no("clock", "the host runtime does not shift the clock"),
+		no("pid", "the host runtime has no PID namespace"),
+	}
+}
+
+// Run starts the interpreter in its own process group, with HOME and the
+// working directory made fresh under the job's scratch directory, and
+// kills the whole group when it ends or ctx is cancelled.
+func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	home := filepath.Join(job.Scratch, "home")
+	cwd := filepath.Join(job.Scratch, "cwd")
+	for _, d := range []string{home, cwd} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("host runtime: %w", err)
+		}
+	}
+	env := make([]string, 0, len(job.Env)+1)
+	for _, kv := range job.Env {
+		if len(kv) >= 5 && kv[:5] == "HOME=" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home)
+
+	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
+	cmd.Env = env
+	cmd.Dir = cwd
+	cmd.Stdout = job.Stdout
+	cmd.Stderr = job.Stderr
+	cmd.ExtraFiles = []*os.File{job.Records}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+
+	old := syscall.Umask(int(job.Cond.Umask))
+	err := cmd.Start()
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("host runtime: start %s: %w", job.Argv[0], err)
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	// Whatever the probe forked into its group dies with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	exit := &sandbox.Exit{}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			exit.Signal = signalName(ws.Signal())
+		} else {
+			exit.Code = ee.ExitCode()
+		}
+	case errors.Is(err, exec.ErrWaitDelay):
+	default:
+		return nil, fmt.Errorf("host runtime: wait: %w", err)
+	}
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			exit.PeakMemory = ru.Maxrss * 1024
+		}
+	}
+	return exit, nil
+}
+
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGTERM: "SIGTERM", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL",
+		syscall.SIGFPE: "SIGFPE", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGXCPU: "SIGXCPU",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

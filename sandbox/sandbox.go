@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+)
+
+// Runtime starts probe processes. Every backend passes the same
+// conformance suite (sandbox/conformance).
+type Runtime interface {
+	// Name is the value of --runtime that selects this backend.
+	Name() string
+	// Isolated reports whether processes run in a container: binds are
+	// remapped to their targets and writes outside the sandbox are
+	// impossible. The host runtime is the only one that is not.
+	Isolated() bool
+	// Run starts job and waits for it. Cancelling ctx kills the process and
+	// everything it started; Run returns only once they are gone.
+	Run(ctx context.Context, job *Job) (*Exit, error)
+	// Applies says which of the container-level conditions this runtime
+	// varies; a condition it cannot apply comes back with the reason.
+	Applies() []Support
+}
+
+// Bind makes a host directory visible at Target, read-only.
+type Bind struct {
+	Source string
+	Target string
+}
+
+// Job is one interpreter: argv, environment and conditions are decided by
+// the engine; the runtime only applies them.
+type Job struct {
+	// ID names the process's resources (container, cgroup, state
+	// directory) under the scan's prefix.
+	ID      string
+	Argv    []string
+	Env     []string
+	Dir     string
+	Binds   []Bind
+	Records *os.File // the write end of the record channel, fd 3 inside
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Scratch is a host directory the job may use for its own files; the
+	// host runtime puts the working directory and HOME under it.
+	Scratch string
+	Cond    Conditions
+	Limits  Limits
+}
+
+// Conditions are the container-level varied conditions of one run.
+type Conditions struct {
+	Hostname    string
+	UID, GID    int
+	Umask       uint32
+	Home        string
+	CPUs        string // a cpuset such as "0" or "0-1"; empty: all
+	ClockOffset time.Duration
+	PidFloor    int // raise the first pid of the run above this
+}
+
+// Limits bound one process.
+type Limits struct {
+	MemoryBytes int64
+	Pids        int64
+	CPUs        float64
+	TmpfsBytes  int64
+}
+
+// Exit says how a process ended.
+type Exit struct {
+	Code       int
+	Signal     string // e.g. "SIGKILL"; empty when it exited
+	OOMKilled  bool
+	PeakMemory int64 // bytes; 0 when the runtime cannot tell
+}
+
+// Support is whether a runtime can vary one condition, and why not.
+type Support struct {
+	Condition string `json:"condition"`
+	Applied   bool   `json:"applied"`
+	Reason    string `json:"reason,omitempty"`
+}

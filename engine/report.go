@@ -30,6 +30,7 @@ type Report struct {
 	Functions      []*Function       `json:"functions"`
 	Census         Census            `json:"census"`
 	Processes      int               `json:"processes"`
+	Calls          int               `json:"calls"`
 }
 
 // Tool names the program that wrote the report.

@@ -85,6 +85,15 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
 	rep.Processes = int(s.processes.Load())
+	for _, rungs := range results.calls {
+		for _, runs := range rungs {
+			for _, o := range runs {
+				if o.kind != notRun && o.kind != skipped {
+					rep.Calls++
+				}
+			}
+		}
+	}
 	rep.finish()
 	return rep, nil
 }
@@ -158,7 +167,8 @@ func (s *scan) sharedFile(name string, v any) (string, error) {
 
 // checkFuncTargets reports FILE::function targets naming a function that
 // the file does not define at module level.
-func checkFuncTargets(targets []Target, disc *discovery) error {	for _, t := range targets {
+func checkFuncTargets(targets []Target, disc *discovery) error {
+	for _, t := range targets {
 		if t.Func == "" {
 			continue
 		}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+func fixtureLabels(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("../../fixtures/known.labels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	labels := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		labels[fields[0]] = fields[1]
+	}
+	if len(labels) != 19 {
+		t.Fatalf("want 19 labels, got %d", len(labels))
+	}
+	return labels
+}
+
+func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
+	t.Helper()
+	opts := runOptions{format: "json", runs: 3, python: testenv.Python(t), runtimeName: "host", jobs: 2,
+		callTimeout: 5e9, memory: 2 << 30, pids: 256, quiet: true}
+	var out, errOut bytes.Buffer
+	var flags []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "--seed=") {
+		flags = append(flags, args[0])
+		args = args[1:]
+	}
+	for _, f := range flags {
+		var seed uint64
+		if _, err := fmtSscan(strings.TrimPrefix(f, "--seed="), &seed); err != nil {
+			t.Fatal(err)
+		}
+		opts.seed = seed
+	}
+	err := runRun(context.Background(), opts, args, &out, &errOut)
+	var rep engine.Report
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+		t.Fatalf("report is not JSON: %v\n%s\nstderr: %s", jerr, out.String(), errOut.String())
+	}
+	return &rep, out.Bytes(), err
+}
+
+// TestFixtureLabels runs the real command over the labelled fixtures and
+// grades it against labels written down apart from the names.
+func TestFixtureLabels(t *testing.T) {
+	labels := fixtureLabels(t)
+	rep, _, err := runJSON(t, "../../fixtures/known.py")
+	if !errors.Is(err, errFindings) {
+		t.Fatalf("want findings (exit 1), got %v", err)
+	}
+	for name, label := range labels {
+		f := rep.Function("known.py::" + name)
+		if f == nil {
+			t.Errorf("%s: not in the report", name)
+			continue
+		}
+		want := label
+		if name == "always_raises" {
+			// Labelled deterministic, as a fact; the checker never saw it
+			// return and says so with a look.
+			want = engine.VerdictLook
+		}
+		if f.Verdict != want {
+			t.Errorf("%s: labelled %s, want %s, got %s (%s)", name, label, want, f.Verdict, f.Reason)
+		}
+		if f.Verdict == engine.VerdictNondeterministic && (f.Witness == nil || len(f.Witness.Answers) != 2 || f.Witness.Answers[0].Value == f.Witness.Answers[1].Value) {
+			t.Errorf("%s: a finding needs a witness with two different answers: %+v", name, f.Witness)
+		}
+	}
+	if f := rep.Function("known.py::always_raises"); f != nil && !strings.Contains(f.Reason, "every rung raised") {
+		t.Errorf("always_raises: %s", f.Reason)
+	}
+	if f := rep.Function("known.py::sometimes_raises"); f != nil && (f.Rungs.Raised == 0 || f.Rungs.Answered == 0) {
+		t.Errorf("sometimes_raises should both raise and answer: %+v", f.Rungs)
+	}
+	if len(rep.Runs) != 3 {
+		t.Fatalf("want 3 runs, got %d", len(rep.Runs))
+	}
+	seeds := map[uint32]bool{}
+	for _, r := range rep.Runs {
+		seeds[r.HashSeed] = true
+	}
+	if len(seeds) != 3 || rep.Runs[0].TZ == rep.Runs[1].TZ || rep.Runs[0].Locale == rep.Runs[1].Locale {
+		t.Errorf("runs must differ in hash seed, timezone and locale: %+v", rep.Runs)
+	}
+}
+
+// TestInProcessRepetitionWouldHaveMissedIt is the seed's control: twenty
+// calls in one interpreter agree, and fresh processes still disagree. If
+// in-process repetition ever catches it, fresh processes are expensive
+// theatre and this test says so.
+func TestInProcessRepetitionWouldHaveMissedIt(t *testing.T) {
+	py := testenv.Python(t)
+	script := `
+import sys; sys.path.insert(0, sys.argv[1])
+import known
+words = ["alpha", "beta", "gamma", "delta", "epsilon"]
+print(len({repr(list(known.resolve_features(list(words)))) for _ in range(20)}))
+`
+	fixtures, _ := filepath.Abs("../../fixtures")
+	cmd := exec.Command(py, "-B", "-c", script, fixtures)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(out)) != "1" {
+		t.Fatalf("in-process repetition saw %s different answers: fresh processes would be theatre", out)
+	}
+	rep, _, _ := runJSON(t, "../../fixtures/known.py::resolve_features")
+	f := rep.Function("known.py::resolve_features")
+	if f == nil || f.Verdict != engine.VerdictNondeterministic || f.Witness.Breaker != "" || !f.Witness.OrderOnly {
+		t.Fatalf("fresh processes must find an order-only disagreement across runs: %+v", f)
+	}
+}
+
+// TestSameSeedSameJSON: no timestamps, no temporary paths, so two scans
+// with one seed are byte-identical (on functions whose answers do not read
+// the clock, an RNG, an address or the pid: those differ by nature).
+func TestSameSeedSameJSON(t *testing.T) {
+	var outs [][]byte
+	for range 2 {
+		_, out, _ := runJSON(t, "--seed=99", "../../fixtures/known.py::resolve_features", "../../fixtures/known.py::epoch_year",
+			"../../fixtures/known.py::dedup_unsorted", "../../fixtures/known.py::always_raises", "../../fixtures/known.py::hash_of")
+		outs = append(outs, out)
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Fatalf("two scans with --seed 99 differ:\n%s\n---\n%s", outs[0], outs[1])
+	}
+	if bytes.Contains(outs[0], []byte(os.TempDir())) {
+		t.Fatalf("report holds a temporary path:\n%s", outs[0])
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	ctx := context.Background()
+	if code := exitCode(ctx, nil); code != 0 {
+		t.Errorf("clean: %d", code)
+	}
+	if code := exitCode(ctx, errFindings); code != 1 {
+		t.Errorf("findings: %d", code)
+	}
+	_, _, err := runJSON(t, "../../fixtures/known.py::dedup_sorted")
+	if err != nil {
+		t.Errorf("a deterministic function: want exit 0, got %v", err)
+	}
+	opts := runOptions{format: "yaml", runs: 3, jobs: 1, runtimeName: "host"}
+	err = runRun(ctx, opts, []string{"../../fixtures"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text or json") {
+		t.Errorf("bad --format: exit %d, %v", code, err)
+	}
+	opts.format = "text"
+	err = runRun(ctx, opts, []string{"no/such/dir"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if code := exitCode(ctx, err); code != 2 {
+		t.Errorf("missing path: exit %d, %v", code, err)
+	}
+}
+
+func fmtSscan(s string, v *uint64) (int, error) { return fmt.Sscan(s, v) }

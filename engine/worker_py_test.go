@@ -1,0 +1,18 @@
+package engine_test
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// TestWorkerPython runs the worker's own Python tests (engine/test_worker.py).
+func TestWorkerPython(t *testing.T) {
+	cmd := exec.Command(testenv.Python(t), "-B", "-m", "unittest", "test_worker")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python tests failed: %v\n%s", err, out)
+	}
+}

@@ -5,7 +5,7 @@
 # are missing and you are root (see scripts/deps); otherwise they say which.
 
 GO      ?= go
-TAGS    ?=
+TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 

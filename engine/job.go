@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -109,6 +110,9 @@ func (s *scan) env(rc RunConditions) []string {
 	if s.locpath != "" {
 		env = append(env, "LOCPATH="+s.inside(s.locpath))
 	}
+	if rc.Clock != "" && rc.Clock != "0s" && s.faketime != "" {
+		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME="+rc.Clock)
+	}
 	return env
 }
 
@@ -149,11 +153,11 @@ func (s *scan) runJob(ctx context.Context, name string, run int, args []string, 
 	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}}
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
-		ID:      "nondet-sandbox-" + id,
+		ID:      scanlock.Prefix + id,
 		Argv:    append([]string{s.python, "-B", "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py"))}, args...),
 		Env:     s.env(rc),
 		Dir:     rc.Cwd,
-		Binds:   s.bindsWithLocales(),
+		Binds:   s.binds,
 		Records: w,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
@@ -197,12 +201,6 @@ func (s *scan) runJob(ctx context.Context, name string, run int, args []string, 
 	return out, nil
 }
 
-func (s *scan) bindsWithLocales() []sandbox.Bind {
-	if s.locpath == "" || !s.opts.Runtime.Isolated() {
-		return s.binds
-	}
-	return append(append([]sandbox.Bind{}, s.binds...), sandbox.Bind{Source: s.locpath, Target: s.inside(s.locpath)})
-}
 
 // readRecords splits the channel into lines, dropping any line longer than
 // maxRecord rather than failing: the scanned code can write to the channel

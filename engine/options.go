@@ -32,6 +32,9 @@ type Options struct {
 	// TempDir is where the scan's scratch directory is made ("" for the
 	// system default).
 	TempDir string
+	// Notes, when set, gets what the scan did beside scanning: leftovers of
+	// interrupted scans it removed, cleanup that failed.
+	Notes io.Writer
 	// Progress, when set, gets one line per finished (shard, run).
 	Progress io.Writer
 	// Version is the tool version written into the report.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -29,13 +30,15 @@ type RunConditions struct {
 	Home      string `json:"home"`
 	CPUs      string `json:"cpus"`
 	Clock     string `json:"clock_offset"`
+	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
 	PeakBytes int64  `json:"peak_memory_bytes,omitempty"`
 }
 
 func (rc RunConditions) container() sandbox.Conditions {
 	var umask uint32
 	fmt.Sscanf(rc.Umask, "%o", &umask)
-	return sandbox.Conditions{Hostname: rc.Hostname, UID: rc.UID, GID: rc.GID, Umask: umask, Home: rc.Home, CPUs: rc.CPUs}
+	return sandbox.Conditions{Hostname: rc.Hostname, UID: rc.UID, GID: rc.GID, Umask: umask, Home: rc.Home,
+		CPUs: rc.CPUs, PidFloor: rc.PidFloor}
 }
 
 // Condition values. The timezones are reprotest's: twelve hours west of
@@ -45,15 +48,34 @@ var (
 	timezones = []string{"UTC0", "GMT+12", "GMT-14"}
 	hostnames = []string{"probe-a", "probe-b", "probe-c"}
 	umasks    = []string{"022", "077", "002"}
-	uids      = []int{1000, 1001, 1002}
+	uids      = sandbox.ProbeUIDs
+	clocks    = []string{"0s", "+3d", "-400d"}
 )
+
+// faketimeLibs are where Debian and others put libfaketime, which shifts
+// the clock through LD_PRELOAD.
+var faketimeLibs = []string{
+	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/faketime/libfaketime.so.1",
+	"/usr/lib64/faketime/libfaketime.so.1",
+}
+
+func findFaketime() string {
+	for _, p := range faketimeLibs {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
 
 // baseConditions are run 0's, and discovery's.
 func baseConditions() RunConditions {
 	return RunConditions{
 		TZ: timezones[0], Locale: "C.UTF-8", CallOrder: "forward", Hostname: hostnames[0],
-		UID: uids[0], GID: uids[0], Umask: umasks[0], Cwd: "/tmp/work", Home: "/home/probe", CPUs: "",
-		Clock: "0s",
+		UID: uids[0], GID: uids[0], Umask: umasks[0], Cwd: "/tmp/work", Home: "/home/probe", CPUs: allCPUs(),
+		Clock: clocks[0], PidFloor: 1,
 	}
 }
 
@@ -84,6 +106,11 @@ func planRuns(seed uint64, n int, loc locales, isolated bool) []RunConditions {
 			rc.Umask = umasks[i%len(umasks)]
 			rc.Cwd = fmt.Sprintf("/tmp/work-%d", i)
 			rc.Home = fmt.Sprintf("/home/probe%d", i)
+			rc.Clock = clocks[1+(i-1)%(len(clocks)-1)]
+			rc.PidFloor = 1 + 7*i
+			if runtime.NumCPU() > 1 {
+				rc.CPUs = "0"
+			}
 		}
 		if i%2 == 1 {
 			rc.CallOrder = "reversed"
@@ -97,6 +124,45 @@ func planRuns(seed uint64, n int, loc locales, isolated bool) []RunConditions {
 		runs[i] = rc
 	}
 	return runs
+}
+
+func allCPUs() string {
+	if n := runtime.NumCPU(); n > 1 {
+		return fmt.Sprintf("0-%d", n-1)
+	}
+	return "0"
+}
+
+// applySupport blanks in every run the conditions the runtime cannot
+// apply, so neither the probes nor the report claim a variation that did
+// not happen, and returns what was skipped and why.
+func applySupport(runs []RunConditions, sup []sandbox.Support, faketime string) []sandbox.Support {
+	var skipped []sandbox.Support
+	for _, su := range sup {
+		if su.Condition == "clock" && su.Applied && faketime == "" {
+			su = sandbox.Support{Condition: "clock", Reason: "libfaketime is not installed (Debian: apt-get install libfaketime)"}
+		}
+		if su.Applied {
+			continue
+		}
+		skipped = append(skipped, su)
+		for i := range runs {
+			rc := &runs[i]
+			switch su.Condition {
+			case "hostname":
+				rc.Hostname = ""
+			case "user":
+				rc.UID, rc.GID = 0, 0
+			case "cpus":
+				rc.CPUs = ""
+			case "clock":
+				rc.Clock = ""
+			case "pid":
+				rc.PidFloor = 0
+			}
+		}
+	}
+	return skipped
 }
 
 // locales is what the runs can vary the locale between.

@@ -107,15 +107,7 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 		Skipped:        []sandbox.Support{},
 	}
 	rep.Runs = append(rep.Runs, s.runs...)
-	for _, sup := range s.opts.Runtime.Applies() {
-		if sup.Applied {
-			continue
-		}
-		rep.Skipped = append(rep.Skipped, sup)
-		for i := range rep.Runs {
-			clearCondition(&rep.Runs[i], sup.Condition)
-		}
-	}
+	rep.Skipped = append(rep.Skipped, s.skipped...)
 	if loc.note != "" {
 		rep.Skipped = append(rep.Skipped, sandbox.Support{Condition: "locale", Reason: loc.note})
 	}
@@ -128,21 +120,6 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 		rep.Modules = append(rep.Modules, mod)
 	}
 	return rep
-}
-
-// clearCondition blanks a condition the runtime did not apply, so the
-// report never claims a variation that did not happen.
-func clearCondition(rc *RunConditions, c string) {
-	switch c {
-	case "hostname":
-		rc.Hostname = ""
-	case "user":
-		rc.UID, rc.GID = 0, 0
-	case "cpus":
-		rc.CPUs = ""
-	case "clock":
-		rc.Clock = ""
-	}
 }
 
 func (r *Report) addFunction(id string, line int) *Function {

@@ -14,20 +14,24 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // scan is the state of one Scan call.
 type scan struct {
 	opts      Options
-	id        string // names every resource of this scan
+	id        string // names every resource of this scan, after scanlock.Prefix
 	scratch   string // host directory for the worker, plans and job scratch
 	python    string // the interpreter, as an absolute path
 	binds     []sandbox.Bind
 	runs      []RunConditions
 	locpath   string // host directory of generated locales, or ""
+	faketime  string // libfaketime, or ""
+	skipped   []sandbox.Support
 	processes atomic.Int64
 	jobSeq    atomic.Int64
 	peakMu    sync.Mutex
@@ -47,8 +51,22 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	if python, err = filepath.Abs(python); err != nil {
 		return nil, err
 	}
-	s := &scan{opts: opts, python: python, id: newScanID(), peaks: map[int]int64{}}
-	s.scratch, err = os.MkdirTemp(opts.TempDir, "nondet-sandbox-"+s.id+"-")
+	s := &scan{opts: opts, id: newScanID(), peaks: map[int]int64{}}
+	lock, err := scanlock.Acquire(s.id)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	s.sweep(ctx)
+	interp, err := probeInterpreter(ctx, python)
+	if err != nil {
+		return nil, err
+	}
+	s.python = interp.Executable
+	if !opts.Runtime.Isolated() {
+		s.python = python
+	}
+	s.scratch, err = os.MkdirTemp(opts.TempDir, scanlock.Prefix+s.id+"-")
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
@@ -59,15 +77,28 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
 		return nil, err
 	}
+	end, err := opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := end(cctx); err != nil && opts.Notes != nil {
+			fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
+		}
+	}()
 
 	files, err := findSources(targets)
 	if err != nil {
 		return nil, err
 	}
-	s.layout(files)
 	loc := ensureLocales(ctx, opts.CacheDir)
 	s.locpath = loc.dir
+	s.layout(files, interp)
 	s.runs = planRuns(opts.Seed, opts.Runs, loc, s.opts.Runtime.Isolated())
+	s.faketime = findFaketime()
+	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
 
 	disc, err := s.discover(ctx, files)
 	if err != nil {
@@ -85,6 +116,9 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
 	rep.Processes = int(s.processes.Load())
+	for i := range rep.Runs {
+		rep.Runs[i].PeakBytes = s.peaks[i]
+	}
 	for _, rungs := range results.calls {
 		for _, runs := range rungs {
 			for _, o := range runs {
@@ -107,10 +141,16 @@ func newScanID() string {
 // layout decides where the scanned trees appear inside a container: each
 // outermost import root is bound read-only under /scan. On the host
 // runtime every path is itself.
-func (s *scan) layout(files []sourceFile) {
+func (s *scan) layout(files []sourceFile, interp *interpreter) {
+	isolated := s.opts.Runtime.Isolated()
 	s.binds = []sandbox.Bind{{Source: filepath.Join(s.scratch, "shared"), Target: "/nondet"}}
-	if !s.opts.Runtime.Isolated() {
-		s.binds[0].Target = s.binds[0].Source
+	if s.locpath != "" {
+		s.binds = append(s.binds, sandbox.Bind{Source: s.locpath, Target: "/nondet-locale"})
+	}
+	if !isolated {
+		for i := range s.binds {
+			s.binds[i].Target = s.binds[i].Source
+		}
 	}
 	roots := map[string]bool{}
 	for _, f := range files {
@@ -130,11 +170,53 @@ func (s *scan) layout(files []sourceFile) {
 	}
 	for i, r := range outer {
 		target := r
-		if s.opts.Runtime.Isolated() {
+		if isolated {
 			target = fmt.Sprintf("/scan/%d", i)
 		}
 		s.binds = append(s.binds, sandbox.Bind{Source: r, Target: target})
 	}
+	if isolated {
+		// The interpreter appears where it lives, so its own idea of its
+		// prefix holds; the system directories are the policy's.
+		for _, d := range interp.mounts(sandbox.SystemDirs) {
+			s.binds = append(s.binds, sandbox.Bind{Source: d, Target: d})
+		}
+	}
+}
+
+// sweep removes what scans killed before they could clean up left behind,
+// and says so.
+func (s *scan) sweep(ctx context.Context) {
+	removed, err := s.opts.Runtime.Sweep(ctx, scanlock.Alive)
+	dirs, _ := filepath.Glob(filepath.Join(tempDir(s.opts.TempDir), scanlock.Prefix+"*"))
+	for _, d := range dirs {
+		id := scanlock.ScanID(filepath.Base(d))
+		if id == "" || id == s.id || scanlock.Alive(id) || strings.Contains(filepath.Base(d), "-locks-") {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			removed = append(removed, "temporary directory "+d)
+		}
+	}
+	for _, id := range scanlock.Dead() {
+		scanlock.Forget(id)
+	}
+	if s.opts.Notes == nil {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(s.opts.Notes, "nondet-sandbox: sweeping leftovers of interrupted scans: %v\n", err)
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(s.opts.Notes, "nondet-sandbox: removed what interrupted scans left behind: %s\n", strings.Join(removed, "; "))
+	}
+}
+
+func tempDir(dir string) string {
+	if dir == "" {
+		return os.TempDir()
+	}
+	return dir
 }
 
 func within(path, dir string) bool {

@@ -22,6 +22,22 @@ type Runtime interface {
 	// Applies says which of the container-level conditions this runtime
 	// varies; a condition it cannot apply comes back with the reason.
 	Applies() []Support
+	// Begin prepares what every job of one scan shares (a root skeleton, a
+	// parent cgroup, a state directory). end releases it, and runs even
+	// when ctx was cancelled.
+	Begin(ctx context.Context, scan Scan) (end func(context.Context) error, err error)
+	// Sweep removes what scans that no longer run left behind (a scan killed
+	// with SIGKILL cannot clean up) and says what it removed. alive tells
+	// a running scan's id from a dead one's.
+	Sweep(ctx context.Context, alive func(scanID string) bool) ([]string, error)
+}
+
+// Scan is what a runtime is told about the scan it serves.
+type Scan struct {
+	ID      string // names every resource, after Prefix
+	Scratch string // a host directory the runtime may use, removed after the scan
+	Jobs    int    // processes that run at once, for scan-wide ceilings
+	Limits  Limits // per process
 }
 
 // Bind makes a host directory visible at Target, read-only.

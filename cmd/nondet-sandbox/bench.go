@@ -61,7 +61,7 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tcalls/s\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
-		rt, err := newRuntime(name)
+		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true})
 		if err != nil {
 			return err
 		}

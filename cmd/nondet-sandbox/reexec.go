@@ -1,5 +1,10 @@
 package main
 
-// reexec runs the part of the binary that a container runtime re-executes
-// inside a new container; it reports whether it did.
-func reexec() bool { return false }
+import "github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
+
+// reexec runs the container side of the embedded runtime when this binary
+// was re-executed as a container's init; it never returns then.
+func reexec() bool {
+	embedded.Init()
+	return false
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
 )
 
@@ -32,6 +33,8 @@ type runOptions struct {
 	memory      int64
 	pids        int64
 	quiet       bool
+	seccomp     bool
+	userns      bool
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -39,7 +42,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "host", "where probes run: host")
+	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), host (no isolation)")
+	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
+	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
 	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions (default: a new seed, printed in the report)")
 	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
@@ -69,12 +74,20 @@ func newRunCommand() *cobra.Command {
 }
 
 // newRuntime maps --runtime to a backend.
-func newRuntime(name string) (sandbox.Runtime, error) {
+func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
 	switch name {
 	case "host":
 		return host.New(), nil
+	case "embedded":
+		eo := embedded.DefaultOptions()
+		eo.Seccomp, eo.UserNS = o.seccomp, o.userns
+		rt, err := embedded.New(eo)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrRuntime, err)
+		}
+		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose host", name)
+	return nil, usageErrorf("unknown runtime %q; choose embedded or host", name)
 }
 
 func usageErrorf(format string, args ...any) error {
@@ -91,7 +104,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.jobs < 1 {
 		return usageErrorf("--jobs %d: at least 1", opts.jobs)
 	}
-	rt, err := newRuntime(opts.runtimeName)
+	rt, err := newRuntime(opts.runtimeName, opts)
 	if err != nil {
 		return err
 	}
@@ -116,6 +129,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout,
 		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
+		Notes: stderr,
 	}
 	if !opts.quiet && isTerminal(stderr) {
 		eo.Progress = stderr

@@ -38,6 +38,15 @@ func (*Runtime) Applies() []sandbox.Support {
 	}
 }
 
+// Begin has nothing to prepare: the host runtime shares nothing.
+func (*Runtime) Begin(context.Context, sandbox.Scan) (func(context.Context) error, error) {
+	return func(context.Context) error { return nil }, nil
+}
+
+// Sweep has nothing to sweep: every probe process dies with its engine
+// (parent-death signal), and the engine sweeps its own directories.
+func (*Runtime) Sweep(context.Context, func(string) bool) ([]string, error) { return nil, nil }
+
 // Run starts the interpreter in its own process group, with HOME and the
 // working directory made fresh under the job's scratch directory, and
 // kills the whole group when it ends or ctx is cancelled.
@@ -92,7 +101,7 @@ func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error
 	case err == nil:
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit.Signal = signalName(ws.Signal())
+			exit.Signal = sandbox.SignalName(int(ws.Signal()))
 		} else {
 			exit.Code = ee.ExitCode()
 		}
@@ -108,15 +117,3 @@ func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error
 	return exit, nil
 }
 
-func signalName(s syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT",
-		syscall.SIGTERM: "SIGTERM", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL",
-		syscall.SIGFPE: "SIGFPE", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP",
-		syscall.SIGPIPE: "SIGPIPE", syscall.SIGXCPU: "SIGXCPU",
-	}
-	if n, ok := names[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("signal %d", int(s))
-}

@@ -1,0 +1,5 @@
+//go:build !seccomp || !cgo
+
+package embedded
+
+const seccompBuilt = false

@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	mobyseccomp "github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Policy is the sandbox's posture, one for every container runtime: the
+// embedded and OCI runtimes feed its spec to libcontainer or an external
+// runtime, and the Docker runtime applies the same choices through the
+// Engine API.
+type Policy struct {
+	// Rootfs is an empty skeleton on the host (see PrepareRootfs), mounted
+	// read-only as the container's root.
+	Rootfs string
+	// UserNS maps container uids 0..65535 to host uids HostIDBase.. so
+	// that even a process that became root inside owns nothing outside.
+	UserNS     bool
+	HostIDBase uint32
+	// Seccomp applies a profile like Docker's default.
+	Seccomp bool
+	// CgroupsPath is where the job's cgroup goes (the scan's parent plus
+	// the job's id).
+	CgroupsPath string
+	// MemorySwap says whether the host accounts swap with memory (v1
+	// memsw, or v2), so that the limit can also forbid swapping.
+	MemorySwap bool
+}
+
+// SystemDirs are the host paths every probe needs, bound read-only at the
+// same place: the system's programs and libraries. Never /home or /root.
+var SystemDirs = []string{"/usr"}
+
+// topLevelLibDirs are symlinks into /usr on a merged-/usr system and real
+// directories elsewhere.
+var topLevelLibDirs = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// ProbeUser names the probe users in the skeleton's /etc/passwd, so the
+// varied uid also varies what getpass.getuser() and pwd report.
+func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
+
+// ProbeUIDs are the uids a run may take.
+var ProbeUIDs = []int{1000, 1001, 1002}
+
+// PrepareRootfs makes the read-only root's skeleton: mountpoints for the
+// system, for every bind target and HOME in mountpoints, the merged-/usr
+// symlinks, and passwd/group files naming the probe users. Every mountpoint
+// is made here, on the host, because inside a user namespace the
+// container's root cannot create directories in a root-owned tree.
+func PrepareRootfs(dir string, mountpoints []string) error {
+	dirs := append([]string{"proc", "dev", "usr", "etc", "tmp"}, mountpoints...)
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc", "ld.so.cache"), nil, 0o644); err != nil {
+		return err
+	}
+	var passwd, group strings.Builder
+	passwd.WriteString("root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
+	group.WriteString("root:x:0:\n")
+	for _, uid := range ProbeUIDs {
+		fmt.Fprintf(&passwd, "%s:x:%d:%d::/home/%s:/usr/sbin/nologin\n", ProbeUser(uid), uid, uid, ProbeUser(uid))
+		fmt.Fprintf(&group, "%s:x:%d:\n", ProbeUser(uid), uid)
+	}
+	passwd.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+	group.WriteString("nogroup:x:65534:\n")
+	if err := os.WriteFile(filepath.Join(dir, "etc", "passwd"), []byte(passwd.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc", "group"), []byte(group.String()), 0o644); err != nil {
+		return err
+	}
+	for _, d := range topLevelLibDirs {
+		fi, err := os.Lstat("/" + d)
+		if err != nil {
+			continue
+		}
+		dst := filepath.Join(dir, d)
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink("/" + d)
+			if err != nil {
+				return err
+			}
+			if cur, err := os.Readlink(dst); err == nil && cur == target {
+				continue
+			}
+			_ = os.Remove(dst)
+			if err := os.Symlink(target, dst); err != nil {
+				return err
+			}
+		} else if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Mountpoints lists what PrepareRootfs must create for a job.
+func Mountpoints(job *Job) []string {
+	out := []string{strings.TrimPrefix(job.Cond.Home, "/")}
+	for _, b := range job.Binds {
+		out = append(out, strings.TrimPrefix(b.Target, "/"))
+	}
+	return out
+}
+
+func roBind(src, dst string) specs.Mount {
+	return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}}
+}
+
+// pidShim keeps the interpreter off pid 1 and moves its pid by forking
+// short-lived subshells first: a fresh PID namespace would otherwise give
+// every run the same pid and hide a function's dependence on it. The shell
+// stays as pid 1 and reports the interpreter's exit status (128+n for a
+// signal, which Exit decodes).
+const pidShim = `n=$1; shift; while [ "$n" -gt 0 ]; do (:); n=$((n-1)); done; "$@"; exit $?`
+
+// Spec builds the OCI runtime spec of one job.
+func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
+	cond := job.Cond
+	umask := cond.Umask
+	home := cond.Home
+	if home == "" {
+		home = "/home/probe"
+	}
+	tmpfsSize := job.Limits.TmpfsBytes
+	if tmpfsSize <= 0 {
+		tmpfsSize = 64 << 20
+	}
+	mounts := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=64k"}},
+	}
+	for _, d := range SystemDirs {
+		mounts = append(mounts, roBind(d, d))
+	}
+	mounts = append(mounts, specs.Mount{Destination: "/etc/ld.so.cache", Type: "bind", Source: "/etc/ld.so.cache",
+		Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+	for _, d := range topLevelLibDirs {
+		if fi, err := os.Lstat("/" + d); err == nil && fi.IsDir() {
+			mounts = append(mounts, roBind("/"+d, "/"+d))
+		}
+	}
+	binds := append([]Bind(nil), job.Binds...)
+	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Target < binds[j].Target })
+	for _, b := range binds {
+		mounts = append(mounts, roBind(b.Source, b.Target))
+	}
+	size := "size=" + strconv.FormatInt(tmpfsSize, 10)
+	mounts = append(mounts,
+		specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=1777", size}},
+		specs.Mount{Destination: home, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=700", size,
+			fmt.Sprintf("uid=%d", cond.UID), fmt.Sprintf("gid=%d", cond.GID)}},
+	)
+
+	ns := []specs.LinuxNamespace{
+		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
+		{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.CgroupNamespace},
+	}
+	var uidMap, gidMap []specs.LinuxIDMapping
+	if p.UserNS {
+		ns = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace})
+		uidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.HostIDBase, Size: 65536}}
+		gidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.HostIDBase, Size: 65536}}
+	}
+
+	res := &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}
+	if m := job.Limits.MemoryBytes; m > 0 {
+		res.Memory = &specs.LinuxMemory{Limit: &m}
+		if p.MemorySwap {
+			res.Memory.Swap = &m // memory+swap equal to memory: no swap
+		}
+	}
+	if n := job.Limits.Pids; n > 0 {
+		res.Pids = &specs.LinuxPids{Limit: &n}
+	}
+	if c := job.Limits.CPUs; c > 0 || cond.CPUs != "" {
+		res.CPU = &specs.LinuxCPU{Cpus: cond.CPUs}
+		if c > 0 {
+			period := uint64(100000)
+			quota := int64(c * float64(period))
+			res.CPU.Period, res.CPU.Quota = &period, &quota
+		}
+	}
+
+	args := job.Argv
+	if cond.PidFloor > 0 {
+		args = append([]string{"/bin/sh", "-c", pidShim, "sh", strconv.Itoa(cond.PidFloor)}, job.Argv...)
+	}
+	spec := &specs.Spec{
+		Version: specs.Version,
+		Root:    &specs.Root{Path: p.Rootfs, Readonly: true},
+		Process: &specs.Process{
+			Args: args,
+			Env:  job.Env,
+			Cwd:  job.Dir,
+			User: specs.User{UID: uint32(cond.UID), GID: uint32(cond.GID), Umask: &umask},
+			// Empty sets: every capability dropped. Not nil: the seccomp
+			// profile reads the bounding set.
+			Capabilities:    &specs.LinuxCapabilities{},
+			NoNewPrivileges: true,
+			Rlimits: []specs.POSIXRlimit{
+				{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
+				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+			},
+		},
+		Hostname: cond.Hostname,
+		Mounts:   mounts,
+		Linux: &specs.Linux{
+			Namespaces:  ns,
+			UIDMappings: uidMap,
+			GIDMappings: gidMap,
+			CgroupsPath: p.CgroupsPath,
+			Resources:   res,
+			MaskedPaths: []string{
+				"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+				"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+				"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+			},
+			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+		},
+	}
+	if p.Seccomp {
+		sc, err := mobyseccomp.GetDefaultProfile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("seccomp profile: %w", err)
+		}
+		if runtime.GOARCH == "amd64" {
+			// The native architecture only: compiling the profile for x86
+			// and x32 as well costs about 45 ms per container, and a
+			// foreign-architecture syscall is then refused outright.
+			sc.Architectures = []specs.Arch{specs.ArchX86_64}
+		}
+		spec.Linux.Seccomp = sc
+	}
+	return spec, nil
+}
+
+// DecodeShimStatus turns the pid shim's exit status back into the
+// interpreter's: 128+n means it was killed by signal n.
+func DecodeShimStatus(code int) (int, string) {
+	if code > 128 && code < 128+65 {
+		return 0, SignalName(code - 128)
+	}
+	return code, ""
+}
+
+// SignalName names a signal number as the report shows it.
+func SignalName(n int) string {
+	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM", 24: "SIGXCPU", 31: "SIGSYS"}
+	if s, ok := names[n]; ok {
+		return s
+	}
+	return fmt.Sprintf("signal %d", n)
+}

@@ -191,16 +191,13 @@ func (s *scan) runJob(ctx context.Context, name string, run int, args []string, 
 		}
 		return out, fmt.Errorf("%w: %s: %v", ErrRuntime, s.opts.Runtime.Name(), err)
 	}
-	if exit != nil && exit.PeakMemory > 0 && run >= 0 {
+	if exit != nil && s.opts.Measure {
 		s.peakMu.Lock()
-		if exit.PeakMemory > s.peaks[run] {
-			s.peaks[run] = exit.PeakMemory
-		}
+		s.workers = append(s.workers, Worker{Job: name, Run: run, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
 		s.peakMu.Unlock()
 	}
 	return out, nil
 }
-
 
 // readRecords splits the channel into lines, dropping any line longer than
 // maxRecord rather than failing: the scanned code can write to the channel

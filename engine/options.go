@@ -37,6 +37,8 @@ type Options struct {
 	Notes io.Writer
 	// Progress, when set, gets one line per finished (shard, run).
 	Progress io.Writer
+	// Measure adds each worker's peak memory to the report.
+	Measure bool
 	// Version is the tool version written into the report.
 	Version string
 	// CallerHashSeed is the caller's PYTHONHASHSEED, if set: it is never

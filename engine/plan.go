@@ -31,7 +31,6 @@ type RunConditions struct {
 	CPUs      string `json:"cpus"`
 	Clock     string `json:"clock_offset"`
 	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
-	PeakBytes int64  `json:"peak_memory_bytes,omitempty"`
 }
 
 func (rc RunConditions) container() sandbox.Conditions {

@@ -31,6 +31,24 @@ type Report struct {
 	Census         Census            `json:"census"`
 	Processes      int               `json:"processes"`
 	Calls          int               `json:"calls"`
+	// Measurements differ from scan to scan by nature, so they are only
+	// written when asked for (--measure); without them two scans with one
+	// seed are byte-identical.
+	Measurements *Measurements `json:"measurements,omitempty"`
+}
+
+// Measurements are what the sandbox measured of each worker.
+type Measurements struct {
+	Workers []Worker `json:"workers"`
+}
+
+// Worker is one interpreter process: discovery, or one attempt of one
+// (shard, run).
+type Worker struct {
+	Job        string `json:"job"` // "discover", or "s<shard>-r<run>"
+	Run        int    `json:"run"` // -1 for discovery
+	PeakMemory int64  `json:"peak_memory_bytes"`
+	OOMKilled  bool   `json:"oom_killed,omitempty"`
 }
 
 // Tool names the program that wrote the report.

@@ -35,7 +35,7 @@ type scan struct {
 	processes atomic.Int64
 	jobSeq    atomic.Int64
 	peakMu    sync.Mutex
-	peaks     map[int]int64 // run -> peak memory of any of its workers
+	workers   []Worker // measurements, when asked for
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
@@ -51,7 +51,7 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	if python, err = filepath.Abs(python); err != nil {
 		return nil, err
 	}
-	s := &scan{opts: opts, id: newScanID(), peaks: map[int]int64{}}
+	s := &scan{opts: opts, id: newScanID()}
 	lock, err := scanlock.Acquire(s.id)
 	if err != nil {
 		return nil, err
@@ -116,8 +116,9 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
 	rep.Processes = int(s.processes.Load())
-	for i := range rep.Runs {
-		rep.Runs[i].PeakBytes = s.peaks[i]
+	if opts.Measure {
+		sort.Slice(s.workers, func(i, j int) bool { return s.workers[i].Job < s.workers[j].Job })
+		rep.Measurements = &Measurements{Workers: s.workers}
 	}
 	for _, rungs := range results.calls {
 		for _, runs := range rungs {

@@ -35,6 +35,7 @@ type runOptions struct {
 	quiet       bool
 	seccomp     bool
 	userns      bool
+	measure     bool
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -52,6 +53,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.callTimeout, "call-timeout", 10*time.Second, "how long one call may run before it is named and stopped")
 	fs.Int64Var(&o.memory, "memory", 2<<30, "memory limit of each interpreter, in bytes")
 	fs.Int64Var(&o.pids, "pids", 256, "process limit of each interpreter")
+	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 }
 
@@ -129,7 +131,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout,
 		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
-		Notes: stderr,
+		Notes: stderr, Measure: opts.measure,
 	}
 	if !opts.quiet && isTerminal(stderr) {
 		eo.Progress = stderr

@@ -95,6 +95,11 @@ func ScanID(name string) string {
 	if !ok || len(rest) < 8 {
 		return ""
 	}
+	for _, c := range rest[:8] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
 	return rest[:8]
 }
 

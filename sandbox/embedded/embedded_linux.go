@@ -424,9 +424,12 @@ func rmdirRetry(dir string) error {
 	return err
 }
 
-// cgroupRoots lists the mounted cgroup hierarchies.
+// cgroupRoots lists the mounted cgroup hierarchies. It reads the calling
+// thread's view: libcontainer parks a thread in each container's mount
+// namespace, and when that thread is the main one, /proc/self shows the
+// container's mounts rather than the host's.
 func cgroupRoots() []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil
 	}

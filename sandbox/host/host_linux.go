@@ -116,4 +116,3 @@ func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error
 	}
 	return exit, nil
 }
-

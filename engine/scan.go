@@ -29,6 +29,7 @@ type scan struct {
 	python    string // the interpreter, as an absolute path
 	binds     []sandbox.Bind
 	runs      []RunConditions
+	loc       locales
 	locpath   string // host directory of generated locales, or ""
 	faketime  string // libfaketime, or ""
 	skipped   []sandbox.Support
@@ -40,65 +41,17 @@ type scan struct {
 
 // Scan discovers, plans, runs and judges the functions under targets.
 func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
-	opts.defaults()
-	if opts.Runtime == nil {
-		return nil, errors.New("engine: no runtime")
-	}
-	python, err := exec.LookPath(opts.Python)
-	if err != nil {
-		return nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
-	}
-	if python, err = filepath.Abs(python); err != nil {
-		return nil, err
-	}
-	s := &scan{opts: opts, id: newScanID()}
-	lock, err := scanlock.Acquire(s.id)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Release()
-	s.sweep(ctx)
-	interp, err := probeInterpreter(ctx, python)
-	if err != nil {
-		return nil, err
-	}
-	s.python = interp.Executable
-	if !opts.Runtime.Isolated() {
-		s.python = python
-	}
-	s.scratch, err = os.MkdirTemp(opts.TempDir, scanlock.Prefix+s.id+"-")
-	if err != nil {
-		return nil, fmt.Errorf("scratch directory: %w", err)
-	}
-	defer os.RemoveAll(s.scratch)
-	if err := os.MkdirAll(filepath.Join(s.scratch, "shared", "plans"), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
-		return nil, err
-	}
-	end, err := opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := end(cctx); err != nil && opts.Notes != nil {
-			fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
-		}
-	}()
-
 	files, err := findSources(targets)
 	if err != nil {
 		return nil, err
 	}
-	loc := ensureLocales(ctx, opts.CacheDir)
-	s.locpath = loc.dir
-	s.layout(files, interp)
-	s.runs = planRuns(opts.Seed, opts.Runs, loc, s.opts.Runtime.Isolated())
-	s.faketime = findFaketime()
-	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
+	s, closeScan, err := openScan(ctx, opts, files)
+	if err != nil {
+		return nil, err
+	}
+	defer closeScan()
+	opts = s.opts
+	loc := s.loc
 
 	disc, err := s.discover(ctx, files)
 	if err != nil {
@@ -131,6 +84,80 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	rep.finish()
 	return rep, nil
+}
+
+// openScan does what every use of the sandbox starts with: take the scan's
+// lock, sweep what killed scans left behind, find the real interpreter,
+// make the scratch directory, let the runtime prepare, and plan the runs'
+// conditions. The returned function undoes it all, even after ctx is
+// cancelled.
+func openScan(ctx context.Context, opts Options, files []sourceFile) (s *scan, closeScan func(), err error) {
+	opts.defaults()
+	if opts.Runtime == nil {
+		return nil, nil, errors.New("engine: no runtime")
+	}
+	python, err := exec.LookPath(opts.Python)
+	if err != nil {
+		return nil, nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
+	}
+	if python, err = filepath.Abs(python); err != nil {
+		return nil, nil, err
+	}
+	s = &scan{opts: opts, id: newScanID()}
+	var undo []func()
+	closeScan = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeScan()
+		}
+	}()
+	lock, err := scanlock.Acquire(s.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, lock.Release)
+	s.sweep(ctx)
+	interp, err := probeInterpreter(ctx, python)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.python = interp.Executable
+	if !opts.Runtime.Isolated() {
+		s.python = python
+	}
+	s.scratch, err = os.MkdirTemp(opts.TempDir, scanlock.Prefix+s.id+"-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	undo = append(undo, func() { os.RemoveAll(s.scratch) })
+	if err := os.MkdirAll(filepath.Join(s.scratch, "shared", "plans"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
+		return nil, nil, err
+	}
+	end, err := opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
+	}
+	undo = append(undo, func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := end(cctx); err != nil && opts.Notes != nil {
+			fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
+		}
+	})
+	s.loc = ensureLocales(ctx, opts.CacheDir)
+	s.locpath = s.loc.dir
+	s.layout(files, interp)
+	s.runs = planRuns(opts.Seed, opts.Runs, s.loc, opts.Runtime.Isolated())
+	s.faketime = findFaketime()
+	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
+	return s, closeScan, nil
 }
 
 func newScanID() string {

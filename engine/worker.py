@@ -545,15 +545,89 @@ def _same_root(module, root):
     return os.path.realpath(f).startswith(os.path.realpath(root) + os.sep)
 
 
+# ----------------------------------------------------------------- posture
+
+
+def posture(req):
+    """What a probe sees of its sandbox, for `nondet-sandbox doctor`."""
+    ch = Channel(req.get("nonce", ""))
+    rec = {"k": "posture"}
+    status = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                status[key] = value.strip()
+    except OSError:
+        pass
+    rec["cap_effective"] = status.get("CapEff", "")
+    rec["cap_bounding"] = status.get("CapBnd", "")
+    rec["cap_permitted"] = status.get("CapPrm", "")
+    rec["seccomp"] = status.get("Seccomp", "")
+    rec["no_new_privs"] = status.get("NoNewPrivs", "")
+    rec["uid"], rec["gid"], rec["pid"] = os.getuid(), os.getgid(), os.getpid()
+    try:
+        import socket
+        rec["hostname"] = socket.gethostname()
+    except OSError:
+        rec["hostname"] = ""
+    try:
+        with open("/proc/self/uid_map") as fh:
+            rec["uid_map"] = " ".join(fh.read().split())
+    except OSError:
+        rec["uid_map"] = ""
+    interfaces = []
+    try:
+        with open("/proc/net/dev") as fh:
+            for line in fh.readlines()[2:]:
+                interfaces.append(line.split(":")[0].strip())
+    except OSError:
+        pass
+    rec["interfaces"] = sorted(interfaces)
+    writable, readonly = [], []
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            points = sorted({line.split()[4] for line in fh if line.strip()})
+    except OSError:
+        points = []
+    for point in points:
+        if point.startswith(("/proc", "/sys")):
+            continue
+        probe_path = os.path.join(point, ".nondet-sandbox-write-test-%d" % os.getpid())
+        try:
+            fd = os.open(probe_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError:
+            readonly.append(point)
+            continue
+        os.close(fd)
+        os.unlink(probe_path)
+        writable.append(point)
+    rec["writable"], rec["readonly"] = writable, readonly
+    limits = {}
+    try:
+        import resource
+        for name in ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CORE"):
+            soft, _ = resource.getrlimit(getattr(resource, name))
+            limits[name] = soft
+    except (ImportError, OSError, ValueError):
+        pass
+    rec["rlimits"] = limits
+    rec["env"] = sorted(os.environ)
+    ch.send(rec)
+    ch.send({"k": "done"})
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("discover", "probe"):
-        sys.stderr.write("usage: worker.py discover|probe REQUEST.json\n")
+    if len(argv) != 3 or argv[1] not in ("discover", "probe", "posture"):
+        sys.stderr.write("usage: worker.py discover|probe|posture REQUEST.json\n")
         return 2
     with open(argv[2], encoding="utf-8") as fh:
         req = json.load(fh)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     if argv[1] == "discover":
         discover(req)
+    elif argv[1] == "posture":
+        posture(req)
     else:
         probe(req)
     for stream in (sys.stdout, sys.stderr):

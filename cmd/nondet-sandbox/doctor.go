@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+func newDoctorCommand() *cobra.Command {
+	var opts runOptions
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show which conditions the runtime can vary here, and the sandbox as a probe sees it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) error {
+	if opts.format != "text" && opts.format != "json" {
+		return usageErrorf("--format %q: choose text or json", opts.format)
+	}
+	rt, err := newRuntime(opts.runtimeName, opts)
+	if err != nil {
+		return err
+	}
+	cache, _ := os.UserCacheDir()
+	if cache != "" {
+		cache = filepath.Join(cache, "nondet-sandbox")
+	}
+	d, err := engine.Doctor(ctx, engine.Options{
+		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,
+		Limits: sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+	})
+	if err != nil {
+		return err
+	}
+	if opts.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	return engine.WriteDiagnosis(stdout, d)
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Diagnosis is what `nondet-sandbox doctor` reports: which conditions the
+// runtime can vary here, and the sandbox's posture as a probe sees it.
+type Diagnosis struct {
+	Runtime    string            `json:"runtime"`
+	Conditions []sandbox.Support `json:"conditions"`
+	Posture    Posture           `json:"posture"`
+	Limits     sandbox.Limits    `json:"limits_configured"`
+}
+
+// Posture is read from inside a probe container by the worker.
+type Posture struct {
+	CapEffective string           `json:"cap_effective"`
+	CapBounding  string           `json:"cap_bounding"`
+	CapPermitted string           `json:"cap_permitted"`
+	Seccomp      string           `json:"seccomp"`
+	NoNewPrivs   string           `json:"no_new_privs"`
+	UID          int              `json:"uid"`
+	GID          int              `json:"gid"`
+	Pid          int              `json:"pid"`
+	Hostname     string           `json:"hostname"`
+	UIDMap       string           `json:"uid_map"`
+	Interfaces   []string         `json:"interfaces"`
+	Writable     []string         `json:"writable"`
+	Readonly     []string         `json:"readonly"`
+	Rlimits      map[string]int64 `json:"rlimits"`
+	Env          []string         `json:"env"`
+}
+
+// Doctor runs the posture probe in one sandboxed interpreter under run 0's
+// conditions.
+func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
+	s, closeScan, err := openScan(ctx, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeScan()
+	d := &Diagnosis{Runtime: s.opts.Runtime.Name(), Limits: s.opts.Limits}
+	for _, c := range []string{"hash-seed", "timezone", "locale", "call-order"} {
+		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
+	}
+	skipped := map[string]sandbox.Support{}
+	for _, sk := range s.skipped {
+		skipped[sk.Condition] = sk
+	}
+	for _, sup := range s.opts.Runtime.Applies() {
+		if sk, ok := skipped[sup.Condition]; ok {
+			sup = sk
+		}
+		d.Conditions = append(d.Conditions, sup)
+	}
+	if s.loc.note != "" {
+		d.Conditions[2] = sandbox.Support{Condition: "locale", Reason: s.loc.note}
+	}
+	nonce := newScanID() + newScanID()
+	path, err := s.sharedFile("posture.json", map[string]string{"nonce": nonce})
+	if err != nil {
+		return nil, err
+	}
+	var got bool
+	handle := func(line []byte) {
+		var head struct {
+			N string `json:"n"`
+			K string `json:"k"`
+		}
+		if json.Unmarshal(line, &head) != nil || head.N != nonce || head.K != "posture" {
+			return
+		}
+		got = json.Unmarshal(line, &d.Posture) == nil
+	}
+	out, err := s.runJob(ctx, "posture", 0, []string{"posture", path}, time.Minute, handle)
+	if err != nil {
+		return nil, err
+	}
+	if !got {
+		return nil, fmt.Errorf("%w: the posture probe %s%s", ErrRuntime, out.describe(), out.stderrTail())
+	}
+	return d, nil
+}
+
+// WriteDiagnosis prints a diagnosis for people.
+func WriteDiagnosis(w io.Writer, d *Diagnosis) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "runtime %s\n\nconditions varied between runs:\n", d.Runtime)
+	for _, c := range d.Conditions {
+		state := "varied"
+		if !c.Applied {
+			state = "skipped: " + c.Reason
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", c.Condition, state)
+	}
+	p := d.Posture
+	fmt.Fprintf(tw, "\nposture, seen from inside a probe:\n")
+	fmt.Fprintf(tw, "  capabilities\teffective %s, bounding %s, permitted %s\n", p.CapEffective, p.CapBounding, p.CapPermitted)
+	fmt.Fprintf(tw, "  seccomp\tmode %s%s\n", p.Seccomp, map[string]string{"0": " (none)", "1": " (strict)", "2": " (filter)"}[p.Seccomp])
+	fmt.Fprintf(tw, "  no_new_privs\t%s\n", p.NoNewPrivs)
+	fmt.Fprintf(tw, "  network\tinterfaces: %s\n", strings.Join(p.Interfaces, ", "))
+	fmt.Fprintf(tw, "  writable\t%s\n", strings.Join(p.Writable, ", "))
+	fmt.Fprintf(tw, "  read-only\t%s\n", strings.Join(p.Readonly, ", "))
+	fmt.Fprintf(tw, "  user\tuid %d, gid %d; uid map %q\n", p.UID, p.GID, p.UIDMap)
+	fmt.Fprintf(tw, "  process\tpid %d, hostname %q\n", p.Pid, p.Hostname)
+	fmt.Fprintf(tw, "  environment\t%s\n", strings.Join(p.Env, " "))
+	fmt.Fprintf(tw, "  limits\tmemory %d bytes, pids %d, tmpfs %d bytes (configured); open files %d, processes %d, address space %d (seen)\n",
+		d.Limits.MemoryBytes, d.Limits.Pids, d.Limits.TmpfsBytes, p.Rlimits["RLIMIT_NOFILE"], p.Rlimits["RLIMIT_NPROC"], p.Rlimits["RLIMIT_AS"])
+	return tw.Flush()
+}

@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrUsage marks an input the user must fix: a path that does not exist, a
 // file that is not Python, a function that is not there. Its message says
@@ -15,3 +18,18 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 func (e *usageError) Unwrap() error { return ErrUsage }
+
+// Usagef makes an error about the user's input; its message is the whole
+// of what is printed.
+func Usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// runtimeError says why a runtime cannot run here, and what to do.
+type runtimeError struct{ err error }
+
+func (e *runtimeError) Error() string   { return e.err.Error() }
+func (e *runtimeError) Unwrap() []error { return []error{ErrRuntime, e.err} }
+
+// Unavailable marks err as a runtime that cannot run here.
+func Unavailable(err error) error { return &runtimeError{err} }

@@ -91,7 +91,7 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 // make the scratch directory, let the runtime prepare, and plan the runs'
 // conditions. The returned function undoes it all, even after ctx is
 // cancelled.
-func openScan(ctx context.Context, opts Options, files []sourceFile) (s *scan, closeScan func(), err error) {
+func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _ func(), err error) {
 	opts.defaults()
 	if opts.Runtime == nil {
 		return nil, nil, errors.New("engine: no runtime")
@@ -103,16 +103,16 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (s *scan, c
 	if python, err = filepath.Abs(python); err != nil {
 		return nil, nil, err
 	}
-	s = &scan{opts: opts, id: newScanID()}
+	s := &scan{opts: opts, id: newScanID()}
 	var undo []func()
-	closeScan = func() {
+	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			closeScan()
+			undoAll()
 		}
 	}()
 	lock, err := scanlock.Acquire(s.id)
@@ -157,7 +157,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (s *scan, c
 	s.runs = planRuns(opts.Seed, opts.Runs, s.loc, opts.Runtime.Isolated())
 	s.faketime = findFaketime()
 	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
-	return s, closeScan, nil
+	return s, undoAll, nil
 }
 
 func newScanID() string {

@@ -62,6 +62,10 @@ func PrepareRootfs(dir string, mountpoints []string) error {
 			return err
 		}
 	}
+	// Some runtimes give a tmpfs the mode of the directory it covers.
+	if err := os.Chmod(filepath.Join(dir, "tmp"), 0o1777); err != nil {
+		return err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "etc", "ld.so.cache"), nil, 0o644); err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -56,12 +54,12 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 		}
 		targets = append(targets, t)
 	}
-	cache, _ := os.UserCacheDir()
+	cache := cacheDir()
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tcalls/s\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
-		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true})
+		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true, ociRuntime: "runc"})
 		if err != nil {
 			return err
 		}
@@ -71,7 +69,7 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 			start := time.Now()
 			rep, err = engine.Scan(ctx, engine.Options{
 				Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: 1,
-				CacheDir: filepath.Join(cache, "nondet-sandbox"), Limits: sandbox.Limits{},
+				CacheDir: cache, Limits: sandbox.Limits{},
 			}, targets)
 			if err != nil {
 				return fmt.Errorf("bench %s: %w", name, err)

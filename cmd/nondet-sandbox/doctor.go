@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -35,10 +33,7 @@ func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cache, _ := os.UserCacheDir()
-	if cache != "" {
-		cache = filepath.Join(cache, "nondet-sandbox")
-	}
+	cache := cacheDir()
 	d, err := engine.Doctor(ctx, engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,
 		Limits: sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
@@ -28,11 +27,6 @@ const (
 // errFindings is returned by a scan that found something: not a failure,
 // but the exit status says so.
 var errFindings = errors.New("findings")
-
-// The main goroutine keeps the main thread: libcontainer parks the threads
-// it moves into a container's mount namespace, and the main thread must not
-// be one of them, or /proc/self would describe the container.
-func init() { runtime.LockOSThread() }
 
 func main() {
 	if reexec() {

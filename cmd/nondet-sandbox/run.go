@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
 )
 
 type runOptions struct {
@@ -36,6 +36,7 @@ type runOptions struct {
 	seccomp     bool
 	userns      bool
 	measure     bool
+	ociRuntime  string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -43,7 +44,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), host (no isolation)")
+	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), host (no isolation)")
+	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
 	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
@@ -85,16 +87,22 @@ func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
 		eo.Seccomp, eo.UserNS = o.seccomp, o.userns
 		rt, err := embedded.New(eo)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", engine.ErrRuntime, err)
+			return nil, engine.Unavailable(err)
+		}
+		return rt, nil
+	case "oci":
+		oo := oci.DefaultOptions()
+		oo.Binary, oo.Seccomp, oo.UserNS = o.ociRuntime, o.seccomp, o.userns
+		rt, err := oci.New(oo)
+		if err != nil {
+			return nil, engine.Unavailable(err)
 		}
 		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose embedded or host", name)
+	return nil, usageErrorf("unknown runtime %q; choose embedded, oci or host", name)
 }
 
-func usageErrorf(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), engine.ErrUsage)
-}
+func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }
 
 func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr io.Writer) error {
 	if opts.format != "text" && opts.format != "json" {
@@ -122,10 +130,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if seed == 0 {
 		seed = rand.Uint64N(1<<31) + 1
 	}
-	cache, _ := os.UserCacheDir()
-	if cache != "" {
-		cache = filepath.Join(cache, "nondet-sandbox")
-	}
+	cache := cacheDir()
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout,
@@ -170,4 +175,17 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// cacheDir holds generated locales. For root it is outside any home
+// directory: containers bind it, and a probe can read its bind's source
+// path in /proc/self/mountinfo.
+func cacheDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/cache/nondet-sandbox"
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "nondet-sandbox")
+	}
+	return ""
 }

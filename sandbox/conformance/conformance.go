@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -172,10 +173,22 @@ func Run(t *testing.T, env Env) {
 		if procs := processesWith(mark); len(procs) > 0 {
 			t.Errorf("processes left behind: %v", procs)
 		}
+		// Another package's tests may be scanning at the same time: a
+		// resource counts as left behind when its scan is dead and the
+		// resource still exists after that was seen (a scan removes what
+		// it made before it lets go of its lock).
 		var left []string
+		dead := func(path, name string) bool {
+			id := scanlock.ScanID(name)
+			if id == "" || scanlock.Alive(id) {
+				return id == "" && name != ""
+			}
+			_, err := os.Stat(path)
+			return err == nil
+		}
 		if env.Leftovers != nil {
 			for _, l := range env.Leftovers() {
-				if id := scanlock.ScanID(filepath.Base(l)); id == "" || !scanlock.Alive(id) {
+				if dead(l, scanlock.Prefix+filepath.Base(l)) {
 					left = append(left, l)
 				}
 			}
@@ -190,7 +203,7 @@ func Run(t *testing.T, env Env) {
 		}
 		tmp, _ := filepath.Glob(filepath.Join(os.TempDir(), scanlock.Prefix+"*"))
 		for _, d := range tmp {
-			if id := scanlock.ScanID(filepath.Base(d)); id != "" && !scanlock.Alive(id) {
+			if scanlock.ScanID(filepath.Base(d)) != "" && dead(d, filepath.Base(d)) {
 				left = append(left, d)
 			}
 		}
@@ -260,6 +273,81 @@ func processesWith(mark string) []string {
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if strings.Contains(string(comm), mark) || bytes.Contains(cmd, []byte(mark)) {
 			out = append(out, e.Name()+" "+strings.TrimSpace(string(comm)))
+		}
+	}
+	return out
+}
+
+// Posture runs `doctor` on a runtime and asserts each item of the
+// sandbox's posture as a probe sees it from inside.
+func Posture(t *testing.T, rt sandbox.Runtime, python string) {
+	t.Helper()
+	d, err := engine.Doctor(context.Background(), engine.Options{
+		Runtime: rt, Python: python, Jobs: 1, Seed: 1,
+		Limits: sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.Posture
+	zero := "0000000000000000"
+	if p.CapEffective != zero || p.CapBounding != zero || p.CapPermitted != zero {
+		t.Errorf("capabilities: eff %s bnd %s prm %s", p.CapEffective, p.CapBounding, p.CapPermitted)
+	}
+	if p.Seccomp != "2" {
+		t.Errorf("seccomp mode %q, want 2 (filter)", p.Seccomp)
+	}
+	if p.NoNewPrivs != "1" {
+		t.Errorf("no_new_privs %q", p.NoNewPrivs)
+	}
+	if !slices.Equal(p.Interfaces, []string{"lo"}) {
+		t.Errorf("network interfaces %v, want only lo", p.Interfaces)
+	}
+	for _, w := range p.Writable {
+		if w != "/tmp" && w != "/home/probe" {
+			t.Errorf("writable mount %s", w)
+		}
+	}
+	for _, ro := range []string{"/", "/usr", "/nondet"} {
+		if !slices.Contains(p.Readonly, ro) {
+			t.Errorf("%s is not read-only: %v", ro, p.Readonly)
+		}
+	}
+	if p.UIDMap == "0 0 4294967295" || !strings.HasPrefix(p.UIDMap, "0 100000 ") {
+		t.Errorf("uid map %q: no user namespace", p.UIDMap)
+	}
+	if p.UID != 1000 || p.Pid == 1 || p.Hostname != "probe-a" {
+		t.Errorf("uid %d pid %d hostname %q", p.UID, p.Pid, p.Hostname)
+	}
+	if p.Rlimits["RLIMIT_NOFILE"] != 1024 || d.Limits.MemoryBytes != 256<<20 || d.Limits.Pids != 64 {
+		t.Errorf("limits: %+v %+v", p.Rlimits, d.Limits)
+	}
+	allowed := map[string]bool{"HOME": true, "LANG": true, "LC_ALL": true, "LOCPATH": true, "PATH": true, "PWD": true,
+		"PYTHONDONTWRITEBYTECODE": true, "PYTHONHASHSEED": true, "TZ": true, "LD_PRELOAD": true, "FAKETIME": true}
+	for _, e := range p.Env {
+		if !allowed[e] {
+			t.Errorf("environment variable %s is not on the allow-list", e)
+		}
+	}
+	for _, c := range d.Conditions {
+		if !c.Applied && c.Condition != "clock" && c.Condition != "locale" {
+			t.Errorf("condition %s skipped: %s", c.Condition, c.Reason)
+		}
+	}
+}
+
+// Leftovers lists the container resources that exist now: the runtime's
+// state directories under stateRoot and every scan's cgroups.
+func Leftovers(stateRoot string) []string {
+	var out []string
+	states, _ := filepath.Glob(filepath.Join(stateRoot, "*"))
+	out = append(out, states...)
+	for _, pattern := range []string{"/sys/fs/cgroup/*/nondet-sandbox/*", "/sys/fs/cgroup/nondet-sandbox/*"} {
+		cgs, _ := filepath.Glob(pattern)
+		for _, c := range cgs {
+			if st, err := os.Stat(c); err == nil && st.IsDir() {
+				out = append(out, c)
+			}
 		}
 	}
 	return out

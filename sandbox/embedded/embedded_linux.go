@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
 	_ "github.com/opencontainers/cgroups/devices" // device rules for the fs cgroup manager
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -23,9 +20,15 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
+
+// The main goroutine keeps the main thread in every binary that links this
+// runtime: libcontainer parks each thread it moves into a container's mount
+// namespace, and were the main thread one of them, /proc/self (read by the
+// cgroup libraries) would describe the container instead of the host.
+func init() { runtime.LockOSThread() }
 
 // Init is the container side of libcontainer's re-exec: a binary that
 // uses this runtime calls it first thing in main (and a test binary in
@@ -51,9 +54,6 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{StateRoot: "/run/nondet-sandbox/embedded", UserNS: true, Seccomp: true}
 }
-
-// cgroupParent is the top of every scan's cgroup, in every hierarchy.
-const cgroupParent = "/nondet-sandbox"
 
 // Runtime is the embedded backend.
 type Runtime struct {
@@ -111,7 +111,7 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Co
 	if err := os.MkdirAll(r.stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	parent, err := newParentCgroup(scan)
+	parent, err := cgroupscan.NewParent(scan)
 	if err != nil {
 		os.RemoveAll(r.stateDir)
 		return nil, err
@@ -127,53 +127,9 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Co
 		}
 		// libcontainer removes each job's cgroup but not the scan's level
 		// it made in the hierarchies the parent does not limit.
-		sweepCgroups(func(id string) bool { return id != scan.ID })
+		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
 		return errors.Join(errs...)
 	}, nil
-}
-
-// newParentCgroup makes /nondet-sandbox/<scan> with the scan-wide ceiling,
-// on a v1, hybrid or v2 host.
-func newParentCgroup(scan sandbox.Scan) (interface{ Delete() error }, error) {
-	jobs := int64(max(scan.Jobs, 1))
-	res := &specs.LinuxResources{}
-	if m := scan.Limits.MemoryBytes; m > 0 {
-		limit := m * jobs
-		res.Memory = &specs.LinuxMemory{Limit: &limit}
-	}
-	if p := scan.Limits.Pids; p > 0 {
-		limit := p*jobs + 16
-		res.Pids = &specs.LinuxPids{Limit: &limit}
-	}
-	path := cgroupParent + "/" + scan.ID
-	if cgroups.Mode() == cgroups.Unified {
-		m, err := cgroup2.NewManager("/sys/fs/cgroup", path, cgroup2.ToResources(res))
-		if err != nil {
-			return nil, fmt.Errorf("scan cgroup %s: %w", path, err)
-		}
-		return m, nil
-	}
-	cg, err := cgroup1.New(cgroup1.StaticPath(path), res, cgroup1.WithHierarchy(v1Hierarchy))
-	if err != nil {
-		return nil, fmt.Errorf("scan cgroup %s: %w", path, err)
-	}
-	return cg, nil
-}
-
-// v1Hierarchy is the controllers the scan's parent limits.
-func v1Hierarchy() ([]cgroup1.Subsystem, error) {
-	all, err := cgroup1.Default()
-	if err != nil {
-		return nil, err
-	}
-	var out []cgroup1.Subsystem
-	for _, s := range all {
-		switch s.Name() {
-		case cgroup1.Memory, cgroup1.Pids:
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // ensureMountpoints adds a job's mountpoints to the shared skeleton.
@@ -199,11 +155,10 @@ func (r *Runtime) ensureMountpoints(job *sandbox.Job) error {
 }
 
 func (r *Runtime) policy(job *sandbox.Job) *sandbox.Policy {
-	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
 	return &sandbox.Policy{
 		Rootfs: r.rootfs, UserNS: r.opts.UserNS, HostIDBase: 100000, Seccomp: r.opts.Seccomp,
-		CgroupsPath: cgroupParent + "/" + r.scan.ID + "/" + job.ID,
-		MemorySwap:  err == nil || cgroups.Mode() == cgroups.Unified,
+		CgroupsPath: cgroupscan.JobPath(r.scan.ID, job.ID),
+		MemorySwap:  cgroupscan.MemorySwap(),
 	}
 }
 
@@ -277,36 +232,8 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if st, err := ctr.Stats(); err == nil && st.CgroupStats != nil {
 		exit.PeakMemory = int64(st.CgroupStats.MemoryStats.Usage.MaxUsage)
 	}
-	exit.OOMKilled = oomKilled(cgroupPaths)
+	exit.OOMKilled = cgroupscan.OOMKilled(cgroupPaths)
 	return exit, nil
-}
-
-// oomKilled reads the OOM-kill count: memory.failcnt stays 0 on some
-// kernels under an OOM kill, memory.oom_control's oom_kill does not.
-func oomKilled(paths map[string]string) bool {
-	if p, ok := paths["memory"]; ok {
-		b, err := os.ReadFile(filepath.Join(p, "memory.oom_control"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
-					n, _ := strconv.Atoi(strings.TrimSpace(v))
-					return n > 0
-				}
-			}
-		}
-	}
-	if p, ok := paths[""]; ok { // v2
-		b, err := os.ReadFile(filepath.Join(p, "memory.events"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
-					n, _ := strconv.Atoi(strings.TrimSpace(v))
-					return n > 0
-				}
-			}
-		}
-	}
-	return false
 }
 
 // process mirrors runc's own translation of a spec's process.
@@ -354,7 +281,7 @@ func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string,
 			removed = append(removed, "state directory "+dir)
 		}
 	}
-	removed = append(removed, sweepCgroups(alive)...)
+	removed = append(removed, cgroupscan.Sweep(alive)...)
 	return removed, nil
 }
 
@@ -367,86 +294,3 @@ func waitStopped(ctr *libcontainer.Container) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// sweepCgroups kills whatever still runs in a dead scan's cgroups and
-// removes them, deepest first, in every mounted hierarchy.
-func sweepCgroups(alive func(string) bool) []string {
-	var removed []string
-	seen := map[string]bool{}
-	for _, root := range cgroupRoots() {
-		base := filepath.Join(root, cgroupParent)
-		scans, _ := os.ReadDir(base)
-		for _, s := range scans {
-			if !s.IsDir() || alive(s.Name()) {
-				continue
-			}
-			dir := filepath.Join(base, s.Name())
-			var dirs []string
-			_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-				if err == nil && d.IsDir() {
-					dirs = append(dirs, p)
-				}
-				return nil
-			})
-			for i := len(dirs) - 1; i >= 0; i-- {
-				killCgroup(dirs[i])
-				if rmdirRetry(dirs[i]) == nil && !seen[s.Name()+strings.TrimPrefix(dirs[i], dir)] {
-					seen[s.Name()+strings.TrimPrefix(dirs[i], dir)] = true
-					removed = append(removed, "cgroup "+cgroupParent+"/"+s.Name()+strings.TrimPrefix(dirs[i], dir))
-				}
-			}
-		}
-	}
-	return removed
-}
-
-func killCgroup(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-func rmdirRetry(dir string) error {
-	var err error
-	for range 50 {
-		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
-			return nil
-		}
-		killCgroup(dir)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return err
-}
-
-// cgroupRoots lists the mounted cgroup hierarchies. It reads the calling
-// thread's view: libcontainer parks a thread in each container's mount
-// namespace, and when that thread is the main one, /proc/self shows the
-// container's mounts rather than the host's.
-func cgroupRoots() []string {
-	b, err := os.ReadFile("/proc/thread-self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(post)
-		f := strings.Fields(pre)
-		if len(fs) > 0 && (fs[0] == "cgroup" || fs[0] == "cgroup2") && len(f) > 4 {
-			out = append(out, f[4])
-		}
-	}
-	return out
-}
-
-// ScanOf returns the scan id in a job id, for sweeping.
-func ScanOf(jobID string) string { return scanlock.ScanID(jobID) }

@@ -1,17 +1,17 @@
 // Package scanlock tells live scans from dead ones. Every scan holds an
-// exclusive lock on a file named after its id for as long as it runs; the
+// exclusive (open file description) lock on a file named after its id for as long as it runs; the
 // kernel drops the lock when the process dies, however it dies, so a later
 // scan can tell which leftovers (containers, cgroups, directories) belong to
 // a scan that no longer runs and sweep them.
 package scanlock
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Dir is where the lock files live: /run/nondet-sandbox for root, a
@@ -29,20 +29,29 @@ type Lock struct {
 	path string
 }
 
-// Acquire takes the lock of scan id.
+// Acquire takes the lock of scan id. The lock file appears under its name
+// only once it is locked (it is locked under a temporary name, then
+// renamed), so no one ever sees the file of a live scan unlocked.
 func Acquire(id string) (*Lock, error) {
 	dir := Dir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("scan lock: %w", err)
 	}
-	path := filepath.Join(dir, id+".lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.CreateTemp(dir, ".acquire-")
 	if err != nil {
 		return nil, fmt.Errorf("scan lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("scan lock %s: %w", id, err)
+	}
+	path := filepath.Join(dir, id+".lock")
+	if err := os.Rename(f.Name(), path); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("scan lock: %w", err)
 	}
 	return &Lock{f: f, path: path}, nil
 }
@@ -53,20 +62,23 @@ func (l *Lock) Release() {
 	l.f.Close()
 }
 
-// Alive reports whether scan id still runs. A scan with no lock file at all
-// is dead: the lock is taken before anything else is made.
+// Alive reports whether scan id still runs, without disturbing it: the
+// lock is tested, never taken. A scan with no lock file is dead.
 func Alive(id string) bool {
-	path := filepath.Join(Dir(), id+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	return locked(filepath.Join(Dir(), id+".lock"))
+}
+
+func locked(path string) bool {
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
+		return true // cannot tell: treat as alive, never sweep a live scan
 	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
+	return lk.Type != unix.F_UNLCK
 }
 
 // Forget removes the lock file of a dead scan.
@@ -81,6 +93,12 @@ func Dead() []string {
 	entries, _ := os.ReadDir(Dir())
 	var out []string
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".acquire-") {
+			if !locked(filepath.Join(Dir(), e.Name())) {
+				os.Remove(filepath.Join(Dir(), e.Name()))
+			}
+			continue
+		}
 		id, ok := strings.CutSuffix(e.Name(), ".lock")
 		if ok && !Alive(id) {
 			out = append(out, id)

@@ -1,0 +1,267 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Options configure the runtime.
+type Options struct {
+	// Binary is the OCI runtime: a path or a name on PATH.
+	Binary    string
+	StateRoot string
+	UserNS    bool
+	Seccomp   bool
+}
+
+// DefaultOptions are the policy's defaults, with runc.
+func DefaultOptions() Options {
+	return Options{Binary: "runc", StateRoot: "/run/nondet-sandbox/oci", UserNS: true, Seccomp: true}
+}
+
+// Runtime is the OCI backend.
+type Runtime struct {
+	opts   Options
+	binary string
+
+	mu       sync.Mutex
+	scan     sandbox.Scan
+	rootfs   string
+	stateDir string
+	made     map[string]bool
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New checks that the binary exists and answers.
+func New(opts Options) (*Runtime, error) {
+	bin, err := exec.LookPath(opts.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("OCI runtime %q not found; give its path with --oci-runtime (Debian: apt-get install runc)", opts.Binary)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the oci runtime needs root on this machine; run as root, or use --runtime docker or --runtime host")
+	}
+	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out))
+	}
+	return &Runtime{opts: opts, binary: bin}, nil
+}
+
+func (r *Runtime) Name() string { return "oci" }
+func (*Runtime) Isolated() bool { return true }
+
+func (r *Runtime) Applies() []sandbox.Support {
+	ok := func(c string) sandbox.Support { return sandbox.Support{Condition: c, Applied: true} }
+	return []sandbox.Support{ok("hostname"), ok("user"), ok("umask"), ok("cwd"), ok("home"), ok("cpus"), ok("clock"), ok("pid")}
+}
+
+// Begin makes the root skeleton, the runtime's state directory and the
+// scan's parent cgroup.
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scan, r.made = scan, map[string]bool{}
+	if err := os.Chmod(scan.Scratch, 0o711); err != nil {
+		return nil, err
+	}
+	r.rootfs = filepath.Join(scan.Scratch, "rootfs")
+	if err := sandbox.PrepareRootfs(r.rootfs, nil); err != nil {
+		return nil, fmt.Errorf("root skeleton: %w", err)
+	}
+	r.stateDir = filepath.Join(r.opts.StateRoot, scan.ID)
+	if err := os.MkdirAll(r.stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	parent, err := cgroupscan.NewParent(scan)
+	if err != nil {
+		os.RemoveAll(r.stateDir)
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		var errs []error
+		if err := parent.Delete(); err != nil {
+			errs = append(errs, err)
+		}
+		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
+		if err := os.RemoveAll(r.stateDir); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+func (r *Runtime) ensureMountpoints(job *sandbox.Job) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var todo []string
+	for _, m := range sandbox.Mountpoints(job) {
+		if !r.made[m] {
+			todo = append(todo, m)
+		}
+	}
+	if err := sandbox.PrepareRootfs(r.rootfs, todo); err != nil {
+		return err
+	}
+	for _, m := range todo {
+		r.made[m] = true
+	}
+	return nil
+}
+
+func (r *Runtime) runtime(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, r.binary, append([]string{"--root", r.stateDir}, args...)...)
+}
+
+// Run writes the job's bundle and runs it with `<runtime> run`, passing
+// the record channel as fd 3 (--preserve-fds 1).
+func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	if err := r.ensureMountpoints(job); err != nil {
+		return nil, err
+	}
+	policy := &sandbox.Policy{Rootfs: r.rootfs, UserNS: r.opts.UserNS, HostIDBase: 100000, Seccomp: r.opts.Seccomp,
+		CgroupsPath: cgroupscan.JobPath(r.scan.ID, job.ID), MemorySwap: cgroupscan.MemorySwap()}
+	spec, err := policy.Spec(job)
+	if err != nil {
+		return nil, err
+	}
+	bundle := filepath.Join(job.Scratch, "bundle")
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(r.binary, "--root", r.stateDir, "run", "--bundle", bundle, "--preserve-fds", "1", "--no-new-keyring", job.ID)
+	cmd.Stdout = job.Stdout
+	cmd.Stderr = io.MultiWriter(job.Stderr, &limited{w: &stderr, n: 4096})
+	cmd.ExtraFiles = []*os.File{job.Records}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s run: %w", r.binary, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = r.runtime(kctx, "kill", job.ID, "KILL").Run()
+			cancel()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	paths := map[string]string{"memory": cgroupscan.Dir("memory", r.scan.ID, job.ID), "": cgroupscan.Dir("", r.scan.ID, job.ID)}
+	exit := &sandbox.Exit{PeakMemory: cgroupscan.PeakMemory(paths), OOMKilled: cgroupscan.OOMKilled(paths)}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	_ = r.runtime(dctx, "delete", "--force", job.ID).Run()
+	cancel()
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		code := ee.ExitCode()
+		if code < 0 {
+			exit.Signal = "SIGKILL"
+			break
+		}
+		if ctx.Err() == nil && isRuntimeFailure(stderr.String()) {
+			return nil, fmt.Errorf("%s could not run the container: %s", r.binary, explain(stderr.String()))
+		}
+		exit.Code, exit.Signal = sandbox.DecodeShimStatus(code)
+	default:
+		return nil, fmt.Errorf("%s run: %w", r.binary, werr)
+	}
+	return exit, nil
+}
+
+// isRuntimeFailure tells the runtime's own refusal from the probe's exit.
+func isRuntimeFailure(stderr string) bool {
+	for _, s := range []string{"level=error", "error:", "OCI runtime", "crun:", "runsc:"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// explain adds what to do to the errors users meet.
+func explain(stderr string) string {
+	line := firstLine([]byte(stderr))
+	switch {
+	case strings.Contains(stderr, "cgroupv2") || strings.Contains(stderr, "hybrid"):
+		return line + " (this runtime refuses a hybrid cgroup hierarchy: v1 controllers with a cgroup2 mount; use --runtime embedded or runc)"
+	default:
+		return line
+	}
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// Sweep kills and deletes the containers of dead scans, then their
+// cgroups and state directories.
+func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string, error) {
+	var removed []string
+	scans, _ := os.ReadDir(r.opts.StateRoot)
+	for _, s := range scans {
+		if !s.IsDir() || alive(s.Name()) {
+			continue
+		}
+		dir := filepath.Join(r.opts.StateRoot, s.Name())
+		ctrs, _ := os.ReadDir(dir)
+		for _, c := range ctrs {
+			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = exec.CommandContext(kctx, r.binary, "--root", dir, "kill", c.Name(), "KILL").Run()
+			_ = exec.CommandContext(kctx, r.binary, "--root", dir, "delete", "--force", c.Name()).Run()
+			cancel()
+			removed = append(removed, "container "+c.Name())
+		}
+		if os.RemoveAll(dir) == nil {
+			removed = append(removed, "state directory "+dir)
+		}
+	}
+	return append(removed, cgroupscan.Sweep(alive)...), nil
+}
+
+// limited keeps the first n bytes written.
+type limited struct {
+	w io.Writer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}

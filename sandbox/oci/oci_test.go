@@ -1,0 +1,39 @@
+package oci_test
+
+import (
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
+)
+
+func newRuntime(t *testing.T) *oci.Runtime {
+	t.Helper()
+	testenv.NeedRoot(t)
+	rt, err := oci.New(oci.DefaultOptions())
+	if err != nil {
+		testenv.Skip(t, "runc unavailable: "+err.Error())
+	}
+	return rt
+}
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Env{
+		Runtime: newRuntime(t), Python: testenv.Python(t), HostileDir: "../../fixtures/hostile",
+		Leftovers: func() []string { return conformance.Leftovers(oci.DefaultOptions().StateRoot) },
+	})
+}
+
+func TestDoctorPosture(t *testing.T) {
+	conformance.Posture(t, newRuntime(t), testenv.Python(t))
+}
+
+func TestMissingBinarySaysWhatToDo(t *testing.T) {
+	opts := oci.DefaultOptions()
+	opts.Binary = "/nonexistent/runsc"
+	_, err := oci.New(opts)
+	if err == nil || err.Error() != `OCI runtime "/nonexistent/runsc" not found; give its path with --oci-runtime (Debian: apt-get install runc)` {
+		t.Fatalf("got %v", err)
+	}
+}

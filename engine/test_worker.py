@@ -137,6 +137,28 @@ class Breakers(unittest.TestCase):
         first = worker.call(counter, (1,))[0]
         self.assertEqual(worker.in_process_breakers(counter, (1,), first)[0], "repeat")
 
+    def test_dict_order_keeps_aliasing(self):
+        d = {"a": 1, "b": 2}
+        self.assertEqual(worker.in_process_breakers(lambda x, y: x is y, (d, d), "V:True"), (None, None))
+
+    def test_state_is_restored_between_calls(self):
+        state = worker.ProcessState()
+        cwd = os.getcwd()
+
+        def wanders(x):
+            os.chdir("/")
+            os.environ["NONDET_TEST"] = "1"
+            return os.getcwd()
+
+        try:
+            first = worker.call(wanders, (1,))[0]
+            state.restore()
+            self.assertEqual(os.getcwd(), cwd)
+            self.assertNotIn("NONDET_TEST", os.environ)
+            self.assertEqual(worker.in_process_breakers(wanders, (1,), first, state.restore), (None, None))
+        finally:
+            state.restore()
+
     def test_stable(self):
         self.assertEqual(worker.in_process_breakers(sorted, ([2, 1],), "V:[1,2]"), (None, None))
 

@@ -407,7 +407,7 @@ def probe(plan):
     if limit:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    home_cwd = os.getcwd()
+    state = ProcessState()
     modules = plan["modules"]
     loaded = {}
     skip = set(plan.get("skip", []))
@@ -422,7 +422,8 @@ def probe(plan):
         if mi not in loaded:
             ch.send({"k": "is", "m": mi})
             loaded[mi] = _import(modules[mi])
-            os.chdir(home_cwd)
+            state.after_import()
+            state.restore()
             if isinstance(loaded[mi], str):
                 ch.send({"k": "if", "m": mi, "err": loaded[mi]})
             else:
@@ -440,22 +441,20 @@ def probe(plan):
         before = set(threading.enumerate())
         rec = {"k": "r", "i": idx}
         v, free, why = call(target, copy.deepcopy(base))
+        state.restore()
         if v is None:
             rec["x"] = why
         else:
             rec["v"] = v
             if free is not None:
                 rec["o"] = free
-            breaker, v2 = in_process_breakers(target, base, v)
+            breaker, v2 = in_process_breakers(target, base, v, state.restore)
             if breaker:
                 rec["b"], rec["v2"] = breaker, v2
         leaked = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
         if leaked:
             rec["th"] = len(leaked)
-        try:
-            os.chdir(home_cwd)
-        except OSError:
-            pass
+        state.restore()
         ch.send(rec)
     ch.send({"k": "done"})
 
@@ -478,15 +477,17 @@ def call(target, args):
         return None, None, "too large to canonicalise"
 
 
-def in_process_breakers(target, base, first):
+def in_process_breakers(target, base, first, reset=lambda: None):
     """The governor's in-process breakers: call again on an identical input
     (hidden state, clocks, RNGs break here), then with every dict rebuilt in
     reversed key order (reliance on insertion order breaks here)."""
     again, _, _ = call(target, copy.deepcopy(base))
+    reset()
     if again is not None and again != first:
         return "repeat", again
     if _has_dict(base):
         flipped, _, _ = call(target, _reverse_dicts(copy.deepcopy(base)))
+        reset()
         if flipped is not None and flipped != first:
             return "dict-order", flipped
     return None, None
@@ -500,14 +501,71 @@ def _has_dict(x):
     return False
 
 
-def _reverse_dicts(x):
+def _reverse_dicts(x, memo=None):
+    """A copy with every dict in reversed key order; an object that appears
+    twice in the input appears twice in the copy, as one object."""
+    if memo is None:
+        memo = {}
+    if id(x) in memo:
+        return memo[id(x)]
     if isinstance(x, dict):
-        return {k: _reverse_dicts(v) for k, v in reversed(list(x.items()))}
+        out = memo[id(x)] = {}
+        for k, v in reversed(list(x.items())):
+            out[k] = _reverse_dicts(v, memo)
+        return out
     if isinstance(x, list):
-        return [_reverse_dicts(e) for e in x]
+        out = memo[id(x)] = []
+        out.extend(_reverse_dicts(e, memo) for e in x)
+        return out
     if isinstance(x, tuple):
-        return tuple(_reverse_dicts(e) for e in x)
+        out = memo[id(x)] = tuple(_reverse_dicts(e, memo) for e in x)
+        return out
     return x
+
+
+class ProcessState:
+    """What one call may change that would leak into the next function's
+    calls and make it look nondeterministic: the working directory, the
+    standard streams, the environment, sys.path, the umask, the locale.
+    Restored after every call; the probe is about the function, not about
+    whatever ran before it."""
+
+    def __init__(self):
+        import locale
+        self.locale = locale
+        self.cwd = os.getcwd()
+        self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        self.environ = dict(os.environ)
+        self.path = list(sys.path)
+        self.umask = os.umask(0)
+        os.umask(self.umask)
+        try:
+            self.locale_name = locale.setlocale(locale.LC_ALL, None)
+        except locale.Error:
+            self.locale_name = None
+
+    def restore(self):
+        try:
+            os.chdir(self.cwd)
+        except OSError:
+            pass
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        if sys.path != self.path:
+            sys.path[:] = self.path
+        os.umask(self.umask)
+        if self.locale_name is not None:
+            try:
+                if self.locale.setlocale(self.locale.LC_ALL, None) != self.locale_name:
+                    self.locale.setlocale(self.locale.LC_ALL, self.locale_name)
+            except self.locale.Error:
+                pass
+
+    def after_import(self):
+        """An import may rightly extend sys.path; keep what it did."""
+        self.path = list(sys.path)
 
 
 def _import(m):

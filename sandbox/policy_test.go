@@ -12,12 +12,12 @@ import (
 
 func testJob() *Job {
 	return &Job{
-		ID:    "nondet-sandbox-0123abcd-s0-r1-7",
-		Argv:  []string{"/usr/bin/python3", "-B", "/nondet/worker.py", "probe", "/nondet/plans/p.json"},
-		Env:   []string{"PATH=/usr/bin:/bin", "HOME=/home/probe1", "PYTHONHASHSEED=7"},
-		Dir:   "/tmp/work-1",
-		Binds: []Bind{{Source: "/srv/code", Target: "/scan/0"}, {Source: "/var/tmp/x/shared", Target: "/nondet"}},
-		Cond:  Conditions{Hostname: "probe-b", UID: 1001, GID: 1001, Umask: 0o077, Home: "/home/probe1", CPUs: "0", PidFloor: 8},
+		ID:     "nondet-sandbox-0123abcd-s0-r1-7",
+		Argv:   []string{"/usr/bin/python3", "-B", "/nondet/worker.py", "probe", "/nondet/plans/p.json"},
+		Env:    []string{"PATH=/usr/bin:/bin", "HOME=/home/probe1", "PYTHONHASHSEED=7"},
+		Dir:    "/tmp/work-1",
+		Binds:  []Bind{{Source: "/srv/code", Target: "/scan/0"}, {Source: "/var/tmp/x/shared", Target: "/nondet"}},
+		Cond:   Conditions{Hostname: "probe-b", UID: 1001, GID: 1001, Umask: 0o077, Home: "/home/probe1", CPUs: "0", PidFloor: 8},
 		Limits: Limits{MemoryBytes: 1 << 30, Pids: 99, CPUs: 1.5, TmpfsBytes: 32 << 20},
 	}
 }

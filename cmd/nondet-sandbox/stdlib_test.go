@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
+)
+
+// TestStdlibScan scans the top-level modules of the interpreter's own
+// standard library (about 170 files and 1,000 public functions, many of
+// which delete files, spawn processes, open sockets or browsers when handed
+// plain strings) in the embedded runtime: it finishes, reports every
+// module, and the host is unchanged.
+func TestStdlibScan(t *testing.T) {
+	testenv.NeedRoot(t)
+	if _, err := embedded.New(embedded.DefaultOptions()); err != nil {
+		testenv.Skip(t, "embedded runtime unavailable: "+err.Error())
+	}
+	py := testenv.Python(t)
+	out, err := exec.Command(py, "-I", "-S", "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdlib := strings.TrimSpace(string(out))
+	files, _ := filepath.Glob(filepath.Join(stdlib, "*.py"))
+	if len(files) < 100 {
+		t.Fatalf("only %d modules in %s", len(files), stdlib)
+	}
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	watched := []string{home, cwd, stdlib, "/tmp", "/var/tmp", "/"}
+	before := map[string]string{}
+	for _, d := range watched {
+		before[d] = listing(d)
+	}
+	stdlibTree := treeListing(stdlib)
+
+	opts := runOptions{format: "json", runs: 3, python: py, runtimeName: "embedded", jobs: 2, seed: 3,
+		callTimeout: 5 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err = runRun(context.Background(), opts, files, &stdout, &stderr)
+	wall := time.Since(start)
+	if err != nil && err != errFindings {
+		t.Fatalf("the scan did not finish: %v\n%s", err, stderr.String())
+	}
+	var rep engine.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Modules) != len(files) {
+		t.Errorf("%d modules reported of %d", len(rep.Modules), len(files))
+	}
+	for _, m := range rep.Modules {
+		if m.Status != "ok" && m.Error == "" {
+			t.Errorf("module %s: %s without a reason", m.Path, m.Status)
+		}
+	}
+	c := rep.Census
+	if c.Nondeterministic+c.Deterministic+c.Look+c.NotProbed != len(rep.Functions) || len(rep.Functions) < 500 {
+		t.Errorf("census %+v does not add up to %d functions", c, len(rep.Functions))
+	}
+	for _, d := range watched {
+		if after := listing(d); after != before[d] {
+			t.Errorf("%s changed during the scan:\nbefore:\n%s\nafter:\n%s", d, before[d], after)
+		}
+	}
+	if treeListing(stdlib) != stdlibTree {
+		t.Errorf("the standard library's tree changed during the scan")
+	}
+	t.Logf("stdlib scan: %d modules, %d functions, wall %s, %d containers, %d calls; %d nondeterministic, %d deterministic, %d look, %d not probed",
+		len(rep.Modules), len(rep.Functions), wall.Round(time.Second), rep.Processes, rep.Calls,
+		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+}
+
+// listing is a directory's entries with sizes and times, one level deep,
+// leaving out the scanner's own scratch directories and Go's build cache.
+func listing(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	var b strings.Builder
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, "nondet-sandbox-") || strings.HasPrefix(name, "go-build") || name == ".cache" || name == "go" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		mt := info.ModTime().UnixNano()
+		if e.IsDir() {
+			mt = 0 // a directory's time moves with any entry: compare entries instead
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", name, info.Size(), mt)
+	}
+	return b.String()
+}
+
+func treeListing(dir string) string {
+	var b strings.Builder
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			fmt.Fprintf(&b, "%s %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return b.String()
+}

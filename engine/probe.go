@@ -122,6 +122,7 @@ type workerPlan struct {
 	Start     int            `json:"start"`
 	Skip      []int          `json:"skip"`
 	ASLimit   int64          `json:"address_space_limit,omitempty"`
+	Umask     string         `json:"umask,omitempty"` // set by the worker on runtimes that cannot
 }
 
 type record struct {
@@ -164,6 +165,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int]
 	}
 	if !s.opts.Runtime.Isolated() {
 		plan.ASLimit = s.opts.Limits.MemoryBytes
+		plan.Umask = s.runs[run].Umask
 	}
 	skip := map[int]bool{}
 	importTimeout := max(30*time.Second, 3*s.opts.CallTimeout)

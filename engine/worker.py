@@ -403,6 +403,8 @@ def _open_mode(call):
 
 def probe(plan):
     ch = Channel(plan["nonce"])
+    if plan.get("umask"):
+        os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")
     if limit:
         import resource
@@ -535,7 +537,11 @@ class ProcessState:
         self.locale = locale
         self.cwd = os.getcwd()
         self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        # os.environ compares slowly (it decodes every key); its raw
+        # mapping compares fast.
+        self.raw = getattr(os.environ, "_data", None)
         self.environ = dict(os.environ)
+        self.raw_copy = dict(self.raw) if self.raw is not None else None
         self.path = list(sys.path)
         self.umask = os.umask(0)
         os.umask(self.umask)
@@ -550,9 +556,10 @@ class ProcessState:
         except OSError:
             pass
         sys.stdin, sys.stdout, sys.stderr = self.streams
-        if os.environ != self.environ:
+        if (self.raw != self.raw_copy) if self.raw is not None else (os.environ != self.environ):
             os.environ.clear()
             os.environ.update(self.environ)
+            self.raw = getattr(os.environ, "_data", None)
         if sys.path != self.path:
             sys.path[:] = self.path
         os.umask(self.umask)

@@ -58,7 +58,7 @@ var ProbeUIDs = []int{1000, 1001, 1002}
 func PrepareRootfs(dir string, mountpoints []string) error {
 	dirs := append([]string{"proc", "dev", "usr", "etc", "tmp"}, mountpoints...)
 	for _, d := range dirs {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+		if err := mkdirAll(dir, d); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,36 @@ func PrepareRootfs(dir string, mountpoints []string) error {
 			if err := os.Symlink(target, dst); err != nil {
 				return err
 			}
-		} else if err := os.MkdirAll(dst, 0o755); err != nil {
+		} else if err := mkdirAll(dir, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirAll makes rel under root with every level 0755 whatever the umask:
+// a container's user must be able to reach each mountpoint.
+func mkdirAll(root, rel string) error {
+	p := root
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return err
+	}
+	for _, part := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		if part == "" || part == "." {
+			continue
+		}
+		p = filepath.Join(p, part)
+		err := os.Mkdir(p, 0o755)
+		switch {
+		case os.IsExist(err):
+			continue // made before, with its mode set then
+		case err != nil:
+			return err
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
 			return err
 		}
 	}

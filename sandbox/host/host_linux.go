@@ -29,7 +29,7 @@ func (*Runtime) Applies() []sandbox.Support {
 	return []sandbox.Support{
 		no("hostname", "the host runtime has no UTS namespace"),
 		no("user", "the host runtime has no user namespace"),
-		{Condition: "umask", Applied: true},
+		{Condition: "umask", Applied: true}, // by the worker, from its plan
 		{Condition: "cwd", Applied: true},
 		{Condition: "home", Applied: true},
 		no("cpus", "the host runtime does not pin CPUs"),
@@ -76,9 +76,10 @@ func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 
-	old := syscall.Umask(int(job.Cond.Umask))
+	// The umask is the worker's to set (the engine puts it in the plan):
+	// changing this process's umask around Start would race with every
+	// other goroutine creating files.
 	err := cmd.Start()
-	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("host runtime: start %s: %w", job.Argv[0], err)
 	}

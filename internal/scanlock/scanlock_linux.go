@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,7 +95,10 @@ func Dead() []string {
 	var out []string
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".acquire-") {
-			if !locked(filepath.Join(Dir(), e.Name())) {
+			// Left by a scan that died between making and naming its
+			// lock; a young one may be a scan doing that right now.
+			info, err := e.Info()
+			if err == nil && time.Since(info.ModTime()) > 10*time.Minute && !locked(filepath.Join(Dir(), e.Name())) {
 				os.Remove(filepath.Join(Dir(), e.Name()))
 			}
 			continue

@@ -197,8 +197,12 @@ func Run(t *testing.T, env Env) {
 		// libcontainer may have left in a container's mount namespace.
 		mounts, _ := os.ReadFile("/proc/thread-self/mountinfo")
 		for _, line := range strings.Split(string(mounts), "\n") {
-			if strings.Contains(line, scanlock.Prefix) {
-				left = append(left, "mount: "+line)
+			for _, field := range strings.Fields(line) {
+				for _, part := range strings.Split(field, "/") {
+					if id := scanlock.ScanID(part); id != "" && !scanlock.Alive(id) {
+						left = append(left, "mount: "+line)
+					}
+				}
 			}
 		}
 		tmp, _ := filepath.Glob(filepath.Join(os.TempDir(), scanlock.Prefix+"*"))

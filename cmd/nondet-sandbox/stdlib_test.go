@@ -111,16 +111,27 @@ func listing(dir string) string {
 // leaving out what other tests running at the same time make: their
 // temporary directories and Go's.
 func changes(before, after string) []string {
-	old := map[string]bool{}
-	for _, l := range strings.Split(before, "\n") {
-		old[l] = true
+	ignored := func(l string) bool {
+		return l == "" || strings.HasPrefix(l, "Test") || strings.HasPrefix(l, "nds-")
 	}
-	var out []string
-	for _, l := range strings.Split(after, "\n") {
-		if l == "" || old[l] || strings.HasPrefix(l, "Test") || strings.HasPrefix(l, "nds-") {
-			continue
+	in := func(list string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(list, "\n") {
+			m[l] = true
 		}
-		out = append(out, l)
+		return m
+	}
+	was, is := in(before), in(after)
+	var out []string
+	for l := range is {
+		if !was[l] && !ignored(l) {
+			out = append(out, "new or changed: "+l)
+		}
+	}
+	for l := range was {
+		if !is[l] && !ignored(l) {
+			out = append(out, "gone or changed: "+l)
+		}
 	}
 	return out
 }

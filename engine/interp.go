@@ -55,6 +55,9 @@ print(json.dumps({"executable": sys.executable, "dirs": paths}))`
 // system directories the policy binds anyway: for an interpreter under a
 // home directory, its own prefix and nothing beside it.
 func (in *interpreter) mounts(system []string) []string {
+	if !filepath.IsAbs(in.Executable) {
+		return nil // the image's own interpreter: nothing of the host to mount
+	}
 	var dirs []string
 	for _, d := range append([]string{filepath.Dir(in.Executable)}, in.Dirs...) {
 		real, err := filepath.EvalSymlinks(d)

@@ -96,12 +96,21 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if opts.Runtime == nil {
 		return nil, nil, errors.New("engine: no runtime")
 	}
-	python, err := exec.LookPath(opts.Python)
-	if err != nil {
-		return nil, nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
+	// A runtime whose image brings its own interpreter runs --python as
+	// the image knows it; every other runtime runs the host's.
+	inImage := false
+	if ii, ok := opts.Runtime.(interface{ InImage() bool }); ok {
+		inImage = ii.InImage()
 	}
-	if python, err = filepath.Abs(python); err != nil {
-		return nil, nil, err
+	python := opts.Python
+	if !inImage {
+		p, err := exec.LookPath(opts.Python)
+		if err != nil {
+			return nil, nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
+		}
+		if python, err = filepath.Abs(p); err != nil {
+			return nil, nil, err
+		}
 	}
 	s := &scan{opts: opts, id: newScanID()}
 	var undo []func()
@@ -121,9 +130,11 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	}
 	undo = append(undo, lock.Release)
 	s.sweep(ctx)
-	interp, err := probeInterpreter(ctx, python)
-	if err != nil {
-		return nil, nil, err
+	interp := &interpreter{Executable: python}
+	if !inImage {
+		if interp, err = probeInterpreter(ctx, python); err != nil {
+			return nil, nil, err
+		}
 	}
 	s.python = interp.Executable
 	if !opts.Runtime.Isolated() {

@@ -137,9 +137,15 @@ apt_mirror() {
 # ---------------------------------------------------------------- base image
 
 base_exists() { docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
+image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 
-T_DEBOOTSTRAP=-
-T_IMPORT=-
+# The images these tags name now: dropped at the end if a rebuild replaced
+# them and nothing else uses them, so that repeated runs don't pile up.
+OLD_PROBE_ID="$(image_id "$PROBE_IMAGE")"
+OLD_BASE_ID="$(image_id "$BASE_IMAGE")"
+
+T_DEBOOTSTRAP="(cached)"
+T_IMPORT="(cached)"
 if base_exists && [ "${FORCE:-0}" != 1 ]; then
 	log "$BASE_IMAGE exists: reusing it (FORCE=1 rebuilds it)"
 else
@@ -177,7 +183,7 @@ else
 		--include="$INCLUDE" "${keyring[@]}" \
 		"$SUITE" "$ROOTFS" "$mirror" >&2 ||
 		die "debootstrap failed (see above; the mirror was $mirror)"
-	T_DEBOOTSTRAP=$((SECONDS - t0))
+	T_DEBOOTSTRAP="$((SECONDS - t0))s"
 	umount_under "$ROOTFS"
 
 	# Keep the image small, and keep this machine's own files out of it
@@ -197,7 +203,7 @@ else
 			-c 'CMD ["python3"]' \
 			-m "debootstrap --variant=minbase --include=$INCLUDE $SUITE" \
 			- "$BASE_IMAGE" >&2
-	T_IMPORT=$((SECONDS - t0))
+	T_IMPORT="$((SECONDS - t0))s"
 
 	umount_under "$ROOTFS"
 	rm -rf --one-file-system "$ROOTFS"
@@ -213,9 +219,16 @@ log "building $PROBE_IMAGE on $BASE_IMAGE"
 t0=$SECONDS
 docker build --build-arg "BASE=$BASE_IMAGE" -t "$PROBE_IMAGE" \
 	-f "$DOCKERFILE" "$CONTEXT" >&2
-T_BUILD=$((SECONDS - t0))
+T_BUILD="$((SECONDS - t0))s"
 
-id="$(docker image inspect -f '{{.Id}}' "$PROBE_IMAGE")"
+id="$(image_id "$PROBE_IMAGE")"
+[ -n "$id" ] || die "docker build left no $PROBE_IMAGE"
+if [ -n "$OLD_PROBE_ID" ] && [ "$OLD_PROBE_ID" != "$id" ]; then
+	docker rmi "$OLD_PROBE_ID" >/dev/null 2>&1 || true
+fi
+if [ -n "$OLD_BASE_ID" ] && [ "$OLD_BASE_ID" != "$(image_id "$BASE_IMAGE")" ]; then
+	docker rmi "$OLD_BASE_ID" >/dev/null 2>&1 || true
+fi
 size="$(docker image inspect -f '{{.Size}}' "$PROBE_IMAGE")"
-log "done: debootstrap ${T_DEBOOTSTRAP}s, import ${T_IMPORT}s, build ${T_BUILD}s; $PROBE_IMAGE is $((size / 1000000)) MB"
+log "done: debootstrap $T_DEBOOTSTRAP, import $T_IMPORT, build $T_BUILD; $PROBE_IMAGE is $((size / 1000000)) MB"
 printf '%s\n' "$id"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 )
 
 type benchOptions struct {
@@ -59,7 +60,7 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tcalls/s\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
-		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true, ociRuntime: "runc"})
+		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
 		if err != nil {
 			return err
 		}

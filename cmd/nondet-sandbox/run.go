@@ -14,6 +14,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
@@ -37,6 +38,7 @@ type runOptions struct {
 	userns      bool
 	measure     bool
 	ociRuntime  string
+	image       string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -44,8 +46,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), host (no isolation)")
+	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
+	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with `nondet-sandbox image build`)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
 	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
@@ -98,8 +101,14 @@ func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
 			return nil, engine.Unavailable(err)
 		}
 		return rt, nil
+	case "docker":
+		rt, err := docker.New(context.Background(), o.image)
+		if err != nil {
+			return nil, engine.Unavailable(err)
+		}
+		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose embedded, oci or host", name)
+	return nil, usageErrorf("unknown runtime %q; choose embedded, oci, docker or host", name)
 }
 
 func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }

@@ -33,5 +33,5 @@ func TestConformance(t *testing.T) {
 // TestDoctorPosture asserts each item of the sandbox's posture as a probe
 // sees it from inside.
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t))
+	conformance.Posture(t, newRuntime(t), testenv.Python(t), true)
 }

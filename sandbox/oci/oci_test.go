@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t))
+	conformance.Posture(t, newRuntime(t), testenv.Python(t), true)
 }
 
 func TestMissingBinarySaysWhatToDo(t *testing.T) {

@@ -1,0 +1,272 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-units"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// DefaultImage is what `nondet-sandbox image build` makes.
+const DefaultImage = "nondet-sandbox-probe:latest"
+
+// ScanLabel labels every container with its scan's id.
+const ScanLabel = "nondet-sandbox.scan"
+
+// chanDir is where the record channel's FIFO appears inside.
+const chanDir = "/nondet-chan"
+
+// Runtime is the Docker backend.
+type Runtime struct {
+	cli   *client.Client
+	image string
+
+	mu   sync.Mutex
+	scan sandbox.Scan
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New connects to the engine named by the environment (DOCKER_HOST, or the
+// default socket), negotiates the API version and checks the image. Its
+// errors are one line that says what to do.
+func New(ctx context.Context, image string) (*Runtime, error) {
+	if image == "" {
+		image = DefaultImage
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker: %v; check DOCKER_HOST", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), point DOCKER_HOST at it, or use --runtime embedded", cli.DaemonHost())
+	}
+	cli.NegotiateAPIVersion(ctx)
+	if _, err := cli.ImageInspect(pctx, image); err != nil {
+		cli.Close()
+		if client.IsErrNotFound(err) {
+			return nil, fmt.Errorf("the probe image %s is not there: build it with `nondet-sandbox image build` (offline: images/build-offline.sh), or pass --image", image)
+		}
+		return nil, fmt.Errorf("docker: inspecting image %s: %v", image, firstLine(err.Error()))
+	}
+	return &Runtime{cli: cli, image: image}, nil
+}
+
+// Close releases the client.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+func (*Runtime) Name() string   { return "docker" }
+func (*Runtime) Isolated() bool { return true }
+
+// InImage says the interpreter is the image's, not the host's.
+func (*Runtime) InImage() bool { return true }
+
+func (*Runtime) Applies() []sandbox.Support {
+	ok := func(c string) sandbox.Support { return sandbox.Support{Condition: c, Applied: true} }
+	return []sandbox.Support{ok("hostname"), ok("user"), ok("umask"), ok("cwd"), ok("home"), ok("cpus"), ok("clock"), ok("pid")}
+}
+
+// Begin remembers the scan; containers are made per job.
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
+	r.mu.Lock()
+	r.scan = scan
+	r.mu.Unlock()
+	return func(ctx context.Context) error {
+		_, err := r.removeScan(ctx, func(id string) bool { return id != scan.ID })
+		return err
+	}, nil
+}
+
+// shim opens the record channel as fd 3, sets the umask, forks to move the
+// interpreter's pid, and runs it as a child, so the shell stays pid 1.
+const shim = `exec 3>"$1" || exit 125; umask "$2"; n=$3; shift 3; while [ "$n" -gt 0 ]; do (:); n=$((n-1)); done; "$@"; exit $?`
+
+// Run creates, starts, waits for and removes one container.
+func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	chanHost := filepath.Join(job.Scratch, "chan")
+	if err := os.MkdirAll(chanHost, 0o711); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(chanHost, 0o711); err != nil {
+		return nil, err
+	}
+	fifo := filepath.Join(chanHost, "records")
+	if err := syscall.Mkfifo(fifo, 0o622); err != nil {
+		return nil, fmt.Errorf("record channel: %w", err)
+	}
+	if err := os.Chmod(fifo, 0o622); err != nil {
+		return nil, err
+	}
+
+	c := job.Cond
+	home := c.Home
+	if home == "" {
+		home = "/home/probe"
+	}
+	tmpfsSize := job.Limits.TmpfsBytes
+	if tmpfsSize <= 0 {
+		tmpfsSize = 64 << 20
+	}
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: chanHost, Target: chanDir, ReadOnly: true},
+		// Docker mounts a world-writable /dev/mqueue; cover it.
+		{Type: mount.TypeTmpfs, Target: "/dev/mqueue", ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096}},
+	}
+	for _, b := range job.Binds {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: true})
+	}
+	size := strconv.FormatInt(tmpfsSize, 10)
+	pids := job.Limits.Pids
+	hc := &container.HostConfig{
+		ReadonlyRootfs: true,
+		NetworkMode:    "none",
+		IpcMode:        "none", // a private IPC namespace and no writable /dev/shm
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Mounts:         mounts,
+		Tmpfs: map[string]string{
+			"/tmp": "rw,nosuid,nodev,noexec,mode=1777,size=" + size,
+			home:   fmt.Sprintf("rw,nosuid,nodev,noexec,mode=700,size=%s,uid=%d,gid=%d", size, c.UID, c.GID),
+		},
+		LogConfig: container.LogConfig{Type: "none"}, // the scanned code's output never lands on the host's disk
+		Resources: container.Resources{
+			Memory: job.Limits.MemoryBytes, MemorySwap: job.Limits.MemoryBytes,
+			PidsLimit: &pids, CpusetCpus: c.CPUs, NanoCPUs: int64(job.Limits.CPUs * 1e9),
+			Ulimits: []*units.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "core", Soft: 0, Hard: 0}},
+		},
+	}
+	umask := fmt.Sprintf("%04o", c.Umask)
+	cmd := append([]string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", umask, strconv.Itoa(c.PidFloor)}, job.Argv...)
+	cfg := &container.Config{
+		Image: r.image, Cmd: cmd, Env: job.Env, WorkingDir: job.Dir, Hostname: c.Hostname,
+		User:         fmt.Sprintf("%d:%d", c.UID, c.GID),
+		Labels:       map[string]string{ScanLabel: r.scan.ID},
+		AttachStdout: true, AttachStderr: true, NetworkDisabled: true,
+	}
+	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, job.ID)
+	if err != nil {
+		return nil, fmt.Errorf("docker: create: %v", firstLine(err.Error()))
+	}
+	id := created.ID
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = r.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
+	}()
+
+	att, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("docker: attach: %v", firstLine(err.Error()))
+	}
+	defer att.Close()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(job.Stdout, job.Stderr, att.Reader)
+	}()
+	// The FIFO's reader: opening blocks until the shim opens its end.
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		f, err := os.Open(fifo)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(job.Records, f)
+	}()
+	waitC, errC := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		unblock(fifo)
+		return nil, fmt.Errorf("docker: start: %v", firstLine(err.Error()))
+	}
+	exit := &sandbox.Exit{}
+	select {
+	case w := <-waitC:
+		exit.Code, exit.Signal = sandbox.DecodeShimStatus(int(w.StatusCode))
+	case err := <-errC:
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = r.cli.ContainerKill(kctx, id, "KILL")
+		cancel()
+		if ctx.Err() == nil {
+			unblock(fifo)
+			return nil, fmt.Errorf("docker: wait: %v", firstLine(err.Error()))
+		}
+		exit.Signal = "SIGKILL"
+	}
+	unblock(fifo)
+	<-relayed
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if info, err := r.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
+		exit.OOMKilled = info.State.OOMKilled
+	}
+	return exit, nil
+}
+
+// unblock releases a reader still waiting for the FIFO's writer (the
+// container ended, or never started, before opening it).
+func unblock(fifo string) {
+	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
+}
+
+// Sweep removes the containers of scans that no longer run.
+func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string, error) {
+	return r.removeScan(ctx, alive)
+}
+
+func (r *Runtime) removeScan(ctx context.Context, alive func(string) bool) ([]string, error) {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", ScanLabel))})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %v", firstLine(err.Error()))
+	}
+	var removed []string
+	var errs []error
+	for _, c := range list {
+		if alive(c.Labels[ScanLabel]) {
+			continue
+		}
+		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		removed = append(removed, "container "+name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,40 @@
+package docker_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+)
+
+func newRuntime(t *testing.T) *docker.Runtime {
+	t.Helper()
+	rt, err := docker.New(context.Background(), docker.DefaultImage)
+	if err != nil {
+		testenv.Skip(t, "docker runtime unavailable: "+err.Error())
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// leftovers lists the probe containers that exist now, by name.
+func leftovers() []string {
+	out, _ := exec.Command("docker", "ps", "-a", "--filter", "label="+docker.ScanLabel, "--format", "{{.Names}}").Output()
+	return strings.Fields(string(out))
+}
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Env{
+		Runtime: newRuntime(t), Python: "python3", HostileDir: "../../fixtures/hostile", Leftovers: leftovers,
+	})
+}
+
+func TestDoctorPosture(t *testing.T) {
+	// The Docker engine maps no user namespace unless the daemon is
+	// configured to: the probe is a non-root user with no capabilities.
+	conformance.Posture(t, newRuntime(t), "python3", false)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 )
 
@@ -34,11 +36,27 @@ func command(args ...string) *exec.Cmd {
 
 // TestKill9LeavesNothingAfterTheNextRun: a scan killed with SIGKILL cannot
 // clean up; the next scan finds what it left (containers, cgroups, state
-// and temporary directories), removes it and says so.
+// and temporary directories), removes it and says so. On every container
+// runtime.
 func TestKill9LeavesNothingAfterTheNextRun(t *testing.T) {
 	testenv.NeedRoot(t)
-	if _, err := embedded.New(embedded.DefaultOptions()); err != nil {
-		testenv.Skip(t, "embedded runtime unavailable: "+err.Error())
+	for _, rt := range []string{"embedded", "docker"} {
+		t.Run(rt, func(t *testing.T) { kill9(t, rt) })
+	}
+}
+
+func kill9(t *testing.T, rt string) {
+	python := testenv.Python(t)
+	switch rt {
+	case "embedded":
+		if _, err := embedded.New(embedded.DefaultOptions()); err != nil {
+			testenv.Skip(t, "embedded runtime unavailable: "+err.Error())
+		}
+	case "docker":
+		python = "python3"
+		if _, err := docker.New(context.Background(), docker.DefaultImage); err != nil {
+			testenv.Skip(t, "docker runtime unavailable: "+err.Error())
+		}
 	}
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
@@ -46,59 +64,80 @@ func TestKill9LeavesNothingAfterTheNextRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sleepy.py"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	victim := command("run", "--python", testenv.Python(t), "--call-timeout", "1h", "-q", dir)
+	victim := command("run", "--runtime", rt, "--python", python, "--call-timeout", "1h", "-q", dir)
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stateRoot := embedded.DefaultOptions().StateRoot
 	var scanID string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for scanID == "" && time.Now().Before(deadline) {
-		entries, _ := filepath.Glob(filepath.Join(stateRoot, "*", scanlock.Prefix+"*-s0-*"))
-		for _, e := range entries {
-			scanID = filepath.Base(filepath.Dir(e))
+		for _, name := range probeContainers(rt) {
+			if strings.Contains(name, "-s0-") {
+				scanID = scanlock.ScanID(filepath.Base(name))
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if scanID == "" {
 		victim.Process.Kill()
+		victim.Wait()
 		t.Fatal("the scan never started a probe container")
 	}
-	time.Sleep(300 * time.Millisecond) // let the probe reach its sleep
+	time.Sleep(500 * time.Millisecond) // let the probe reach its sleep
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	victim.Wait()
 
-	left := leftoversOf(scanID)
+	left := leftoversOf(rt, scanID)
 	if len(left) == 0 {
 		t.Fatal("kill -9 left nothing behind: the test would prove nothing")
 	}
 	t.Logf("left behind by scan %s: %v", scanID, left)
 
 	var stderr bytes.Buffer
-	next := command("run", "--python", testenv.Python(t), "-q", "../../fixtures/known.py::dedup_sorted")
+	next := command("run", "--runtime", rt, "--python", python, "-q", "../../fixtures/known.py::dedup_sorted")
 	next.Stderr = &stderr
 	if err := next.Run(); err != nil {
 		t.Fatalf("the next scan failed: %v\n%s", err, stderr.String())
 	}
 	said := stderr.String()
-	if !strings.Contains(said, "removed what interrupted scans left behind") || !strings.Contains(said, "container "+scanlock.Prefix+scanID) ||
-		!strings.Contains(said, "cgroup /nondet-sandbox/"+scanID) || !strings.Contains(said, "temporary directory") {
-		t.Errorf("the next scan did not say what it removed:\n%s", said)
+	want := []string{"removed what interrupted scans left behind", "container " + scanlock.Prefix + scanID, "temporary directory"}
+	if rt == "embedded" {
+		want = append(want, "cgroup /nondet-sandbox/"+scanID)
 	}
-	if rest := leftoversOf(scanID); len(rest) > 0 {
+	for _, w := range want {
+		if !strings.Contains(said, w) {
+			t.Errorf("the next scan did not say %q:\n%s", w, said)
+		}
+	}
+	if rest := leftoversOf(rt, scanID); len(rest) > 0 {
 		t.Errorf("still left after the next scan: %v", rest)
 	}
 }
 
-// leftoversOf lists what of scan id exists: state, cgroups, temporary
-// directories, live processes in its cgroups.
-func leftoversOf(id string) []string {
+// probeContainers lists the names of the runtime's live probe containers.
+func probeContainers(rt string) []string {
+	if rt == "docker" {
+		out, _ := exec.Command("docker", "ps", "-a", "--filter", "label="+docker.ScanLabel, "--format", "{{.Names}}").Output()
+		return strings.Fields(string(out))
+	}
+	m, _ := filepath.Glob(filepath.Join(embedded.DefaultOptions().StateRoot, "*", scanlock.Prefix+"*"))
+	return m
+}
+
+// leftoversOf lists what of scan id exists: containers, state, cgroups,
+// temporary directories.
+func leftoversOf(rt, id string) []string {
 	var out []string
 	add := func(pattern string) {
 		m, _ := filepath.Glob(pattern)
 		out = append(out, m...)
+	}
+	for _, name := range probeContainers(rt) {
+		if strings.Contains(name, scanlock.Prefix+id) {
+			out = append(out, name)
+		}
 	}
 	add(filepath.Join(embedded.DefaultOptions().StateRoot, id))
 	add("/sys/fs/cgroup/*/nondet-sandbox/" + id)

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+)
+
+// TestFixtureVerdictsSameOnEveryRuntime: the labelled fixtures get the
+// same verdicts on docker, oci and embedded (and on the host).
+func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
+	testenv.NeedRoot(t)
+	verdicts := map[string]map[string]string{}
+	for _, rt := range []string{"embedded", "oci", "docker", "host"} {
+		python := testenv.Python(t)
+		if rt == "docker" {
+			python = "python3" // the image's
+		}
+		opts := runOptions{format: "json", runs: 3, python: python, runtimeName: rt, jobs: 2, seed: 21,
+			callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true,
+			ociRuntime: "runc", image: docker.DefaultImage}
+		var out, errOut bytes.Buffer
+		err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &out, &errOut)
+		if errors.Is(err, engine.ErrRuntime) {
+			testenv.Skip(t, rt+" runtime unavailable: "+err.Error())
+		}
+		if !errors.Is(err, errFindings) {
+			t.Fatalf("%s: %v\n%s", rt, err, errOut.String())
+		}
+		var rep engine.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		verdicts[rt] = map[string]string{}
+		for _, f := range rep.Functions {
+			verdicts[rt][f.ID] = f.Verdict
+		}
+	}
+	for id, want := range verdicts["embedded"] {
+		for rt, vs := range verdicts {
+			if vs[id] != want {
+				t.Errorf("%s: %s on embedded, %s on %s", id, want, vs[id], rt)
+			}
+		}
+	}
+	if len(verdicts["embedded"]) != 19 {
+		t.Errorf("want 19 functions, got %d", len(verdicts["embedded"]))
+	}
+}
+
+// TestDockerUnreachable: no engine gives one line that says what to do,
+// and exit status 2.
+func TestDockerUnreachable(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	opts := runOptions{format: "text", runs: 3, runtimeName: "docker", jobs: 1, image: docker.DefaultImage}
+	err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if code := exitCode(context.Background(), err); code != 2 {
+		t.Fatalf("exit %d, want 2 (%v)", code, err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "cannot reach the Docker engine at unix:///nonexistent/docker.sock") ||
+		!strings.Contains(msg, "start it") {
+		t.Fatalf("not a one-line error that says what to do: %q", msg)
+	}
+}

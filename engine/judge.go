@@ -33,6 +33,10 @@ func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder map[i
 			f.Verdict, f.Reason = VerdictNotProbed, why
 			continue
 		}
+		f.Runs = len(s.runs)
+		if !p.smelly {
+			f.Runs = s.opts.Runs
+		}
 		judge(f, res.calls[p.Index], ladder[p.Arity])
 	}
 }

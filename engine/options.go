@@ -15,6 +15,9 @@ type Options struct {
 	Python string
 	// Runs is how many fresh interpreters each shard gets (at least 2).
 	Runs int
+	// SmellRuns is how many extra hash-seed runs a function that smells
+	// gets; negative for none.
+	SmellRuns int
 	// Jobs is how many interpreters run at once.
 	Jobs int
 	// Seed reproduces a whole scan's conditions.
@@ -49,6 +52,12 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Runs < 2 {
 		o.Runs = 3
+	}
+	if o.SmellRuns == 0 {
+		o.SmellRuns = 3
+	}
+	if o.SmellRuns < 0 {
+		o.SmellRuns = 0
 	}
 	if o.Jobs < 1 {
 		o.Jobs = 1

@@ -144,6 +144,19 @@ type record struct {
 // the interpreter, that call is named and a fresh interpreter resumes the
 // shard after it, so every other function's results survive.
 func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int][][]string, res *results) {
+	if s.runs[run].Purpose == "hash-seed" {
+		// Only the functions that smell get the extra hash-seed runs.
+		var smelly []*probe
+		for _, p := range sh.Probes {
+			if p.smelly {
+				smelly = append(smelly, p)
+			}
+		}
+		if len(smelly) == 0 {
+			return
+		}
+		sh = &shard{ID: sh.ID, Probes: smelly}
+	}
 	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}}
 	modIndex := map[int]int{} // scan module -> plan module
 	var modOf []int           // plan module -> scan module

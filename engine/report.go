@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
+
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -74,6 +76,10 @@ type Function struct {
 	Witness   *Witness   `json:"witness,omitempty"`
 	Rungs     RungCounts `json:"rungs"`
 	Contained []Event    `json:"contained,omitempty"`
+	// Smells are suspicions from the function's own body, never a verdict.
+	Smells []gate.Smell `json:"smells,omitempty"`
+	// Runs is how many fresh interpreters called this function.
+	Runs int `json:"runs"`
 }
 
 // Witness is the input and two answers that disagreed.

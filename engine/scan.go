@@ -165,7 +165,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	s.loc = ensureLocales(ctx, opts.CacheDir)
 	s.locpath = s.loc.dir
 	s.layout(files, interp)
-	s.runs = planRuns(opts.Seed, opts.Runs, s.loc, opts.Runtime.Isolated())
+	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated())
 	s.faketime = findFaketime()
 	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
 	return s, undoAll, nil
@@ -326,6 +326,7 @@ type probe struct {
 	Arity  int
 	Module int // index into the scan's module list
 	fn     *Function
+	smelly bool // gets the extra hash-seed runs
 }
 
 // selectProbes decides which functions are called, and records every
@@ -364,7 +365,9 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 				out.Verdict, out.Reason = VerdictNotProbed, why
 				continue
 			}
-			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required, Module: mi, fn: out})
+			out.Smells = gate.Smells(fn.Facts)
+			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
+				Module: mi, fn: out, smelly: len(out.Smells) > 0})
 		}
 	}
 	return probes

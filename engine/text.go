@@ -55,6 +55,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if len(f.Causes) > 0 {
 			p.f("         moved by: %s\n", strings.Join(f.Causes, ", "))
 		}
+		p.smells(f)
 		p.contained(f)
 	}
 	if len(findings) > 0 {
@@ -82,6 +83,7 @@ func WriteText(w io.Writer, r *Report) error {
 				reason = strings.TrimPrefix(reason, "no run disagreed; not a guarantee; ")
 			}
 			p.f("  %-40s %s\n", f.ID, reason)
+			p.smells(f)
 			p.contained(f)
 		}
 	}
@@ -134,6 +136,22 @@ func (p *printer) contained(f *Function) {
 	for _, k := range order {
 		p.f("         contained: %s (runs %s)\n", k, joinInts(seen[k]))
 	}
+}
+
+// smells prints suspicions beside a verdict, never as one.
+func (p *printer) smells(f *Function) {
+	if len(f.Smells) == 0 {
+		return
+	}
+	var parts []string
+	for _, s := range f.Smells {
+		if s.Kind == "set-iteration" {
+			parts = append(parts, fmt.Sprintf("iteration over a set (line %d)", s.Line))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s (line %d)", s.Kind, s.Call, s.Line))
+	}
+	p.f("         smells (a suspicion, not a verdict; %d runs): %s\n", f.Runs, strings.Join(parts, ", "))
 }
 
 func joinInts(xs []int) string {

@@ -362,6 +362,8 @@ def _facts(body, aliases, names):
                 if not name:
                     continue
                 rec = {"name": name, "line": n.lineno}
+                if n.args or n.keywords:
+                    rec["args"] = len(n.args) + len(n.keywords)
                 if name in names:
                     rec["local"] = True
                 if name in OPENERS:

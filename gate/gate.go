@@ -14,6 +14,7 @@ type Call struct {
 	Line  int    `json:"line"`
 	Mode  string `json:"mode,omitempty"`  // for open() and friends: the literal mode, or "?"
 	Local bool   `json:"local,omitempty"` // a module-level function of the same module
+	Args  int    `json:"args,omitempty"`  // how many arguments the call passes
 }
 
 // Facts is what discovery reports about one body.

@@ -171,7 +171,7 @@ else
 		log "mirror from MIRROR: $mirror"
 	fi
 
-	ROOTFS="$(mktemp -d "${TMPDIR:-/tmp}/nondet-sandbox-rootfs.XXXXXX")"
+	ROOTFS="$(mktemp -d "${TMPDIR:-/tmp}/nds-debootstrap.XXXXXX")"
 	keyring=()
 	if [ -r /usr/share/keyrings/debian-archive-keyring.gpg ]; then
 		keyring=(--keyring=/usr/share/keyrings/debian-archive-keyring.gpg)
@@ -212,7 +212,7 @@ fi
 
 # ---------------------------------------------------------------- probe image
 
-CONTEXT="$(mktemp -d "${TMPDIR:-/tmp}/nondet-sandbox-context.XXXXXX")"
+CONTEXT="$(mktemp -d "${TMPDIR:-/tmp}/nds-image-context.XXXXXX")"
 cp "$WORKER" "$CONTEXT/worker.py"
 
 log "building $PROBE_IMAGE on $BASE_IMAGE"

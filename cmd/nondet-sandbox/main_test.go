@@ -42,7 +42,7 @@ func fixtureLabels(t *testing.T) map[string]string {
 
 func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
 	t.Helper()
-	opts := runOptions{format: "json", runs: 3, python: testenv.Python(t), runtimeName: "host", jobs: 2,
+	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: "host", jobs: 2,
 		callTimeout: 5e9, memory: 2 << 30, pids: 256, quiet: true}
 	var out, errOut bytes.Buffer
 	var flags []string
@@ -98,15 +98,26 @@ func TestFixtureLabels(t *testing.T) {
 	if f := rep.Function("known.py::sometimes_raises"); f != nil && (f.Rungs.Raised == 0 || f.Rungs.Answered == 0) {
 		t.Errorf("sometimes_raises should both raise and answer: %+v", f.Rungs)
 	}
-	if len(rep.Runs) != 3 {
-		t.Fatalf("want 3 runs, got %d", len(rep.Runs))
-	}
+	main := 0
 	seeds := map[uint32]bool{}
 	for _, r := range rep.Runs {
 		seeds[r.HashSeed] = true
+		if r.Purpose == "main" {
+			main++
+		}
 	}
-	if len(seeds) != 3 || rep.Runs[0].TZ == rep.Runs[1].TZ || rep.Runs[0].Locale == rep.Runs[1].Locale {
-		t.Errorf("runs must differ in hash seed, timezone and locale: %+v", rep.Runs)
+	if main != 3 || len(seeds) != len(rep.Runs) || rep.Runs[0].TZ == rep.Runs[1].TZ || rep.Runs[0].Locale == rep.Runs[1].Locale {
+		t.Errorf("3 main runs, every run its own hash seed, timezone and locale varied: %+v", rep.Runs)
+	}
+	// A function that smells gets the extra hash-seed runs, and says so.
+	if f := rep.Function("known.py::now_iso"); f == nil || f.Runs != len(rep.Runs) || len(f.Smells) == 0 || f.Smells[0].Kind != "clock" {
+		t.Errorf("now_iso: %+v", f)
+	}
+	if f := rep.Function("known.py::word_count"); f == nil || f.Runs != 3 || len(f.Smells) != 0 {
+		t.Errorf("word_count: %+v", f)
+	}
+	if f := rep.Function("known.py::seeded"); f == nil || len(f.Smells) != 0 {
+		t.Errorf("seeded: random.Random(42) is not a smell: %+v", f.Smells)
 	}
 }
 

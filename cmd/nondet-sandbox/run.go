@@ -39,12 +39,14 @@ type runOptions struct {
 	measure     bool
 	ociRuntime  string
 	image       string
+	smellRuns   int
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "text", "report format: text or json")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
+	fs.IntVar(&o.smellRuns, "smell-runs", 3, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
@@ -142,7 +144,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	cache := cacheDir()
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout,
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns),
 		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure,
@@ -197,4 +199,13 @@ func cacheDir() string {
 		return filepath.Join(dir, "nondet-sandbox")
 	}
 	return ""
+}
+
+// smellRuns maps the flag (0 is none) to the engine's option (0 is the
+// default, negative none).
+func smellRuns(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -2,14 +2,16 @@
 #   make demo   scan the bundled fixtures
 #   make test   run every test
 # Both install the Debian packages the build and the sandbox need when they
-# are missing and you are root (see scripts/deps); otherwise they say which.
+# are missing and you are root (scripts/deps); `make test` also starts a
+# Docker engine and builds the probe image offline (scripts/start-docker,
+# images/build-offline.sh) so the docker runtime's tests run too.
 
 GO      ?= go
 TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test build deps bench
+.PHONY: demo test build deps docker image bench
 
 deps:
 	@scripts/deps
@@ -20,8 +22,17 @@ build: deps
 demo: build
 	$(BIN) run --python $(PYTHON) fixtures/known.py; test $$? -le 1
 
-test: deps
+# The docker runtime's engine and image; as a non-root user without Docker
+# this says why and the docker tests skip.
+docker:
+	@if [ "$$(id -u)" = 0 ] || docker info >/dev/null 2>&1; then scripts/start-docker; \
+	else echo "no Docker engine and not root: the docker runtime's tests will skip" >&2; fi
+
+image: docker
+	@if docker info >/dev/null 2>&1; then images/build-offline.sh >/dev/null; fi
+
+test: deps image
 	$(GO) test -tags "$(TAGS)" -count=1 -timeout 30m ./...
 
 bench: build
-	$(BIN) bench --python $(PYTHON) fixtures/known.py
+	$(BIN) bench --python $(PYTHON) --runtimes host,embedded,oci,docker fixtures/known.py

@@ -91,7 +91,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	}
 	// Parsing is fast; the limit only guards against a broken interpreter.
 	limit := 60*time.Second + time.Duration(len(files))*200*time.Millisecond
-	out, err := s.runJob(ctx, "discover", -1, []string{"discover", path}, limit, handle)
+	out, err := s.runJob(ctx, "discover", discoveryConditions(), []string{"discover", path}, limit, handle)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
 	}
-	out, err := s.runJob(ctx, "posture", 0, []string{"posture", path}, time.Minute, handle)
+	out, err := s.runJob(ctx, "posture", s.runs[0], []string{"posture", path}, time.Minute, handle)
 	if err != nil {
 		return nil, err
 	}

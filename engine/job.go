@@ -119,7 +119,7 @@ func (s *scan) env(rc RunConditions) []string {
 // runJob starts one interpreter running the worker in the given mode and
 // feeds every record line to handle. limit arms the watchdog at start; the
 // handler may re-arm it per step through wd.
-func (s *scan) runJob(ctx context.Context, name string, run int, args []string, limit time.Duration,
+func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args []string, limit time.Duration,
 	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -133,10 +133,6 @@ func (s *scan) runJob(ctx context.Context, name string, run int, args []string, 
 	}
 	defer wd.disarm()
 
-	rc := baseConditions()
-	if run >= 0 {
-		rc = s.runs[run]
-	}
 	seq := s.jobSeq.Add(1)
 	id := fmt.Sprintf("%s-%s-%d", s.id, name, seq)
 	scratch := filepath.Join(s.scratch, "jobs", strconv.FormatInt(seq, 10))
@@ -193,7 +189,7 @@ func (s *scan) runJob(ctx context.Context, name string, run int, args []string, 
 	}
 	if exit != nil && s.opts.Measure {
 		s.peakMu.Lock()
-		s.workers = append(s.workers, Worker{Job: name, Run: run, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
+		s.workers = append(s.workers, Worker{Job: name, Run: rc.ID, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
 		s.peakMu.Unlock()
 	}
 	return out, nil

@@ -70,8 +70,8 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 	if f.Witness == nil {
 		f.Witness = inProcess(rungs, ladder)
 	}
+	f.Causes = append([]string{}, breakersOf(rungs)...)
 	if f.Witness != nil {
-		f.Causes = witnessCauses(f.Witness)
 		f.Verdict = VerdictNondeterministic
 		f.Reason = "a witness is a fact: this function gave two answers to one input"
 		if f.Witness.OrderOnly {
@@ -130,14 +130,6 @@ func inProcess(rungs [][]outcome, ladder [][]string) *Witness {
 		}
 	}
 	return nil
-}
-
-// witnessCauses names what moved a witness, as far as this plan can tell.
-func witnessCauses(w *Witness) []string {
-	if w.Breaker != "" {
-		return []string{w.Breaker}
-	}
-	return []string{}
 }
 
 // disagreement returns a witness when two runs gave different canonical

@@ -36,6 +36,15 @@ type RunConditions struct {
 	Purpose string `json:"purpose"`
 }
 
+// label names a run in job and file names: r<id>, or the purpose of an
+// attribution run.
+func (rc RunConditions) label() string {
+	if rc.ID >= 0 {
+		return fmt.Sprintf("r%d", rc.ID)
+	}
+	return strings.ReplaceAll(rc.Purpose, ":", "-")
+}
+
 func (rc RunConditions) container() sandbox.Conditions {
 	var umask uint32
 	fmt.Sscanf(rc.Umask, "%o", &umask)
@@ -77,8 +86,16 @@ func baseConditions() RunConditions {
 	return RunConditions{
 		TZ: timezones[0], Locale: "C.UTF-8", CallOrder: "forward", Hostname: hostnames[0],
 		UID: uids[0], GID: uids[0], Umask: umasks[0], Cwd: "/tmp/work", Home: "/home/probe", CPUs: allCPUs(),
-		Clock: clocks[0], PidFloor: 1,
+		Clock: clocks[0], PidFloor: 20,
 	}
+}
+
+// discoveryConditions are the base, with hash seed 0: parsing does not
+// depend on them, and the ladder's displays must not.
+func discoveryConditions() RunConditions {
+	rc := baseConditions()
+	rc.ID, rc.Purpose = -1, "discover"
+	return rc
 }
 
 // planRuns gives every run an explicit, distinct hash seed drawn from the
@@ -114,7 +131,7 @@ func planRuns(seed uint64, n, extra int, loc locales, isolated bool) []RunCondit
 			rc.Cwd = fmt.Sprintf("/tmp/work-%d", i)
 			rc.Home = fmt.Sprintf("/home/probe%d", i)
 			rc.Clock = clocks[1+(i-1)%(len(clocks)-1)]
-			rc.PidFloor = 1 + 7*i
+			rc.PidFloor = 20 + 7*i
 			if runtime.NumCPU() > 1 {
 				rc.CPUs = "0"
 			}

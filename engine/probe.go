@@ -57,10 +57,14 @@ func (r *results) event(p int, e Event) {
 	r.mu.Unlock()
 }
 
+func newResults() *results {
+	return &results{calls: map[int][][]outcome{}, importErr: map[int]string{}, notCall: map[int]string{},
+		events: map[int][]Event{}, shardError: map[int]string{}}
+}
+
 // runAll runs every (shard, run) pair, up to Jobs at once.
 func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]string) *results {
-	res := &results{calls: map[int][][]outcome{}, importErr: map[int]string{}, notCall: map[int]string{},
-		events: map[int][]Event{}, shardError: map[int]string{}}
+	res := newResults()
 	for _, sh := range shards {
 		for _, p := range sh.Probes {
 			rungs := make([][]outcome, len(ladder[p.Arity]))
@@ -81,7 +85,7 @@ func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]s
 		go func() {
 			defer wg.Done()
 			for t := range tasks {
-				s.runShard(ctx, t.sh, t.run, ladder, res)
+				s.runShard(ctx, t.sh, s.runs[t.run], t.run, ladder, res)
 				if s.opts.Progress != nil {
 					fmt.Fprintf(s.opts.Progress, "shard %d run %d done\n", t.sh.ID, t.run)
 				}
@@ -143,8 +147,10 @@ type record struct {
 // runShard drives one shard through one run. When a call hangs or kills
 // the interpreter, that call is named and a fresh interpreter resumes the
 // shard after it, so every other function's results survive.
-func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int][][]string, res *results) {
-	if s.runs[run].Purpose == "hash-seed" {
+//
+// rc is the run's conditions; its outcomes go to slot run of res.
+func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run int, ladder map[int][][]string, res *results) {
+	if rc.Purpose == "hash-seed" {
 		// Only the functions that smell get the extra hash-seed runs.
 		var smelly []*probe
 		for _, p := range sh.Probes {
@@ -173,12 +179,12 @@ func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int]
 			plan.Calls = append(plan.Calls, [2]int{fi, ri})
 		}
 	}
-	if s.runs[run].CallOrder == "reversed" {
+	if rc.CallOrder == "reversed" {
 		slices.Reverse(plan.Calls)
 	}
 	if !s.opts.Runtime.Isolated() {
 		plan.ASLimit = s.opts.Limits.MemoryBytes
-		plan.Umask = s.runs[run].Umask
+		plan.Umask = rc.Umask
 	}
 	skip := map[int]bool{}
 	importTimeout := max(30*time.Second, 3*s.opts.CallTimeout)
@@ -190,7 +196,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int]
 			plan.Skip = append(plan.Skip, fi)
 		}
 		slices.Sort(plan.Skip)
-		path, err := s.sharedFile(fmt.Sprintf("shard-%d-run-%d-%d.json", sh.ID, run, attempt), plan)
+		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-%d.json", sh.ID, rc.label(), attempt), plan)
 		if err != nil {
 			s.shardFailed(sh, res, err.Error())
 			return
@@ -259,7 +265,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, run int, ladder map[int]
 				done = true
 			}
 		}
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-r%d", sh.ID, run), run, []string{"probe", path}, 0, handle, wd)
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, 0, handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.shardFailed(sh, res, err.Error())

@@ -68,6 +68,10 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 		return nil, err
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
+	s.attribute(ctx, probes, disc.ladder)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	rep.Processes = int(s.processes.Load())
 	if opts.Measure {
 		sort.Slice(s.workers, func(i, j int) bool { return s.workers[i].Job < s.workers[j].Job })

@@ -52,8 +52,8 @@ func WriteText(w io.Writer, r *Report) error {
 				p.f("         run %d: %s\n", a.Run, describeRun(r.Runs[a.Run]))
 			}
 		}
-		if len(f.Causes) > 0 {
-			p.f("         moved by: %s\n", strings.Join(f.Causes, ", "))
+		if d := describeCauses(f.Causes); d != "" {
+			p.f("         %s\n", d)
 		}
 		p.smells(f)
 		p.contained(f)

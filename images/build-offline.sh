@@ -24,7 +24,7 @@ set -euo pipefail
 
 SUITE=bookworm
 BASE_IMAGE="nondet-sandbox-base:$SUITE"
-PROBE_IMAGE="nondet-sandbox-probe:latest"
+PROBE_IMAGE="${PROBE_IMAGE:-nondet-sandbox-probe:latest}"
 FALLBACK_MIRROR="http://deb.debian.org/debian"
 INCLUDE="python3,tzdata,locales,libfaketime"
 

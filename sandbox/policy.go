@@ -151,12 +151,14 @@ func roBind(src, dst string) specs.Mount {
 	return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}}
 }
 
-// pidShim keeps the interpreter off pid 1 and moves its pid by forking
-// short-lived subshells first: a fresh PID namespace would otherwise give
-// every run the same pid and hide a function's dependence on it. The shell
-// stays as pid 1 and reports the interpreter's exit status (128+n for a
-// signal, which Exit decodes).
-const pidShim = `n=$1; shift; while [ "$n" -gt 0 ]; do (:); n=$((n-1)); done; "$@"; exit $?`
+// pidShim keeps the interpreter off pid 1 and sets its pid exactly: a
+// fresh PID namespace would give every run the same pid (hiding a
+// function's dependence on it), and the runtime's own start-up forks a
+// varying number of processes, so the shell forks until a child's pid
+// reaches the run's floor; the interpreter is the next fork. The shell
+// stays pid 1 and reports the interpreter's exit status (128+n for a
+// signal, which DecodeShimStatus turns back).
+const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
 
 // Spec builds the OCI runtime spec of one job.
 func (p *Policy) Spec(job *Job) (*specs.Spec, error) {

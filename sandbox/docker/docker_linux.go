@@ -96,9 +96,10 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Co
 	}, nil
 }
 
-// shim opens the record channel as fd 3, sets the umask, forks to move the
-// interpreter's pid, and runs it as a child, so the shell stays pid 1.
-const shim = `exec 3>"$1" || exit 125; umask "$2"; n=$3; shift 3; while [ "$n" -gt 0 ]; do (:); n=$((n-1)); done; "$@"; exit $?`
+// shim opens the record channel as fd 3, sets the umask, forks until the
+// next pid is the run's (see sandbox's pidShim), and runs the interpreter
+// as a child, so the shell stays pid 1.
+const shim = `exec 3>"$1" || exit 125; umask "$2"; t=$3; shift 3; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
 
 // Run creates, starts, waits for and removes one container.
 func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {

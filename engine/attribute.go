@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// condition is one varied condition: its name in the report, and how to
+// take its value from one run into another.
+type condition struct {
+	name string
+	take func(to *RunConditions, from RunConditions)
+	same func(a, b RunConditions) bool
+}
+
+var conditions = []condition{
+	{"hash-seed", func(t *RunConditions, f RunConditions) { t.HashSeed = f.HashSeed }, func(a, b RunConditions) bool { return a.HashSeed == b.HashSeed }},
+	{"timezone", func(t *RunConditions, f RunConditions) { t.TZ = f.TZ }, func(a, b RunConditions) bool { return a.TZ == b.TZ }},
+	{"locale", func(t *RunConditions, f RunConditions) { t.Locale = f.Locale }, func(a, b RunConditions) bool { return a.Locale == b.Locale }},
+	{"hostname", func(t *RunConditions, f RunConditions) { t.Hostname = f.Hostname }, func(a, b RunConditions) bool { return a.Hostname == b.Hostname }},
+	{"user", func(t *RunConditions, f RunConditions) { t.UID, t.GID = f.UID, f.GID }, func(a, b RunConditions) bool { return a.UID == b.UID && a.GID == b.GID }},
+	{"umask", func(t *RunConditions, f RunConditions) { t.Umask = f.Umask }, func(a, b RunConditions) bool { return a.Umask == b.Umask }},
+	{"cwd", func(t *RunConditions, f RunConditions) { t.Cwd = f.Cwd }, func(a, b RunConditions) bool { return a.Cwd == b.Cwd }},
+	{"home", func(t *RunConditions, f RunConditions) { t.Home = f.Home }, func(a, b RunConditions) bool { return a.Home == b.Home }},
+	{"cpus", func(t *RunConditions, f RunConditions) { t.CPUs = f.CPUs }, func(a, b RunConditions) bool { return a.CPUs == b.CPUs }},
+	{"clock", func(t *RunConditions, f RunConditions) { t.Clock = f.Clock }, func(a, b RunConditions) bool { return a.Clock == b.Clock }},
+	{"pid", func(t *RunConditions, f RunConditions) { t.PidFloor = f.PidFloor }, func(a, b RunConditions) bool { return a.PidFloor == b.PidFloor }},
+	{"call-order", func(t *RunConditions, f RunConditions) { t.CallOrder = f.CallOrder }, func(a, b RunConditions) bool { return a.CallOrder == b.CallOrder }},
+}
+
+// attribution is the plan that names what moved a group of findings whose
+// witnesses compare the same two runs.
+type attribution struct {
+	base, other int
+	runs        []RunConditions // control pair first, then one flip each
+	probes      []*probe
+}
+
+// attribute names the cause of every cross-run finding, exactly: for the
+// functions found nondeterministic, and only for them, it runs the base
+// conditions twice (a control: if those disagree, the process itself moves
+// the answer: a clock, an RNG, an address) and then once per condition that
+// differs between the witness's two runs, with that one condition taken from
+// the other run. A condition whose flip alone moves the witness rung's
+// answer is a cause. reprotest bisects greedily; this is exact, at one
+// interpreter per condition, only when there is a finding.
+func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][][]string) {
+	groups := map[[2]int]*attribution{}
+	var keys [][2]int
+	for _, p := range probes {
+		w := p.fn.Witness
+		if p.fn.Verdict != VerdictNondeterministic || w == nil || w.Breaker != "" {
+			continue
+		}
+		key := [2]int{w.Answers[0].Run, w.Answers[1].Run}
+		g, ok := groups[key]
+		if !ok {
+			g = &attribution{base: key[0], other: key[1]}
+			groups[key] = g
+			keys = append(keys, key)
+			base, other := s.runs[key[0]], s.runs[key[1]]
+			ctrl := base
+			base.ID, base.Purpose = -1, "attribute:base"
+			ctrl.ID, ctrl.Purpose = -1, "attribute:control"
+			g.runs = append(g.runs, base, ctrl)
+			for _, c := range conditions {
+				if c.same(base, other) {
+					continue
+				}
+				flip := base
+				flip.Purpose = "attribute:" + c.name
+				c.take(&flip, other)
+				g.runs = append(g.runs, flip)
+			}
+		}
+		g.probes = append(g.probes, p)
+	}
+	for _, key := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		s.attributeGroup(ctx, groups[key], ladder)
+	}
+}
+
+func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[int][][]string) {
+	res := newResults()
+	for _, p := range g.probes {
+		rungs := make([][]outcome, len(ladder[p.Arity]))
+		for i := range rungs {
+			rungs[i] = make([]outcome, len(g.runs))
+		}
+		res.calls[p.Index] = rungs
+	}
+	shards := planShards(g.probes, s.opts.Jobs)
+	type task struct {
+		sh   *shard
+		slot int
+	}
+	tasks := make(chan task)
+	var wg sync.WaitGroup
+	for range s.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				s.runShard(ctx, t.sh, g.runs[t.slot], t.slot, ladder, res)
+			}
+		}()
+	}
+	for _, sh := range shards {
+		for slot := range g.runs {
+			tasks <- task{sh, slot}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+
+	for _, p := range g.probes {
+		f := p.fn
+		w := f.Witness
+		outs := res.calls[p.Index][w.Rung]
+		base, ctrl := outs[0], outs[1]
+		var causes []string
+		switch {
+		case !canonical(base) || !canonical(ctrl):
+			causes = []string{"unattributed"}
+			f.Reason += "; its cause could not be named: the witness rung gave no canonical answer in the attribution runs"
+		case base.value != ctrl.value:
+			causes = []string{"process"}
+		default:
+			for slot := 2; slot < len(g.runs); slot++ {
+				if o := outs[slot]; canonical(o) && o.value != base.value {
+					causes = append(causes, strings.TrimPrefix(g.runs[slot].Purpose, "attribute:"))
+				}
+			}
+			if len(causes) == 0 {
+				causes = []string{"unattributed"}
+				f.Reason += "; no single condition moved it alone: several did together, or calls before it did"
+			}
+		}
+		f.Causes = mergeCauses(causes, f.Causes)
+	}
+}
+
+func canonical(o outcome) bool { return o.kind == answered || o.kind == raisedK }
+
+// mergeCauses keeps attribution's causes first, then the in-process
+// breakers already named.
+func mergeCauses(first, rest []string) []string {
+	out := append([]string{}, first...)
+	for _, c := range rest {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// breakersOf lists the in-process breakers any call of a function tripped.
+func breakersOf(rungs [][]outcome) []string {
+	seen := map[string]bool{}
+	for _, runs := range rungs {
+		for _, o := range runs {
+			if o.breaker != "" {
+				seen[o.breaker] = true
+			}
+		}
+	}
+	var out []string
+	for b := range seen {
+		out = append(out, b)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// describeCauses is the text for a finding's causes.
+func describeCauses(c []string) string {
+	if len(c) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("moved by: %s", strings.Join(c, ", "))
+}

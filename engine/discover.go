@@ -31,6 +31,7 @@ type discoveredFunction struct {
 	Vararg         string     `json:"vararg"`
 	Varkw          string     `json:"varkw"`
 	KwonlyRequired []string   `json:"kwonly_required"`
+	Params         []string   `json:"params"`
 	Facts          gate.Facts `json:"facts"`
 }
 

@@ -40,6 +40,10 @@ type Options struct {
 	Notes io.Writer
 	// Progress, when set, gets one line per finished (shard, run).
 	Progress io.Writer
+	// OrderFree declares arguments whose order must not matter, as
+	// "FILE.py::function:parameter"; the worker also calls with each
+	// reversed.
+	OrderFree []string
 	// Measure adds each worker's peak memory to the report.
 	Measure bool
 	// Version is the tool version written into the report.

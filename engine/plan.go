@@ -140,10 +140,11 @@ func planRuns(seed uint64, n, extra int, loc locales, isolated bool) []RunCondit
 			rc.CallOrder = "reversed"
 		}
 		if !isolated {
-			// The host runtime makes HOME and the working directory fresh
-			// under the job's scratch directory; the report shows where
-			// relative to it rather than a temporary path.
-			rc.Cwd, rc.Home = "$SCRATCH/cwd", "$SCRATCH/home"
+			// The host runtime makes HOME and the working directory under
+			// the scan's scratch directory, at the paths a container would
+			// use; the report shows them relative to it ($SCRATCH) rather
+			// than as a temporary path.
+			rc.Cwd, rc.Home = sandbox.ScratchVar+rc.Cwd, sandbox.ScratchVar+rc.Home
 		}
 		runs[i] = rc
 	}

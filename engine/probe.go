@@ -113,9 +113,10 @@ type planModule struct {
 }
 
 type planFunction struct {
-	Module int    `json:"module"`
-	Name   string `json:"name"`
-	Arity  int    `json:"arity"`
+	Module    int    `json:"module"`
+	Name      string `json:"name"`
+	Arity     int    `json:"arity"`
+	OrderFree []int  `json:"order_free,omitempty"`
 }
 
 type workerPlan struct {
@@ -172,7 +173,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			modOf = append(modOf, p.Module)
 			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: s.inside(p.File.Root), Name: p.File.Name, Path: s.inside(p.File.Path)})
 		}
-		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity})
+		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, OrderFree: p.orderFree})
 	}
 	for fi, p := range sh.Probes {
 		for ri := range ladder[p.Arity] {

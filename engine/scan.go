@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type scan struct {
 	jobSeq    atomic.Int64
 	peakMu    sync.Mutex
 	workers   []Worker // measurements, when asked for
+	orderFree map[string][]int
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
@@ -58,6 +60,9 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 		return nil, err
 	}
 	if err := checkFuncTargets(targets, disc); err != nil {
+		return nil, err
+	}
+	if s.orderFree, err = resolveOrderFree(opts.OrderFree, files, disc); err != nil {
 		return nil, err
 	}
 	rep := s.newReport(files, disc, loc)
@@ -323,14 +328,15 @@ func checkFuncTargets(targets []Target, disc *discovery) error {
 
 // probe is one function the plan will call.
 type probe struct {
-	Index  int
-	ID     string
-	File   *sourceFile
-	Name   string
-	Arity  int
-	Module int // index into the scan's module list
-	fn     *Function
-	smelly bool // gets the extra hash-seed runs
+	Index     int
+	ID        string
+	File      *sourceFile
+	Name      string
+	Arity     int
+	Module    int // index into the scan's module list
+	fn        *Function
+	smelly    bool  // gets the extra hash-seed runs
+	orderFree []int // parameters declared order-free
 }
 
 // selectProbes decides which functions are called, and records every
@@ -338,6 +344,7 @@ type probe struct {
 func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []*probe {
 	var probes []*probe
 	enforce := !s.opts.Runtime.Isolated() && !s.opts.Unsafe
+	orderFree := s.orderFree
 	for mi := range files {
 		f := &files[mi]
 		m := disc.modules[f.Rel]
@@ -371,7 +378,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			}
 			out.Smells = gate.Smells(fn.Facts)
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
-				Module: mi, fn: out, smelly: len(out.Smells) > 0})
+				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID]})
 		}
 	}
 	return probes
@@ -395,3 +402,39 @@ func signatureProblem(fn discoveredFunction) string {
 }
 
 const maxArity = 3
+
+// resolveOrderFree turns --order-free FILE::function:param into parameter
+// indices, and says clearly when one does not name a real parameter.
+func resolveOrderFree(specs []string, files []sourceFile, disc *discovery) (map[string][]int, error) {
+	out := map[string][]int{}
+	for _, spec := range specs {
+		i := strings.LastIndex(spec, ":")
+		if i < 0 || !strings.Contains(spec[:i], "::") || i == len(spec)-1 {
+			return nil, &usageError{fmt.Sprintf("--order-free %q: write FILE.py::function:parameter, as in pkg/mod.py::merge:items", spec)}
+		}
+		id, param := spec[:i], spec[i+1:]
+		file, name, _ := strings.Cut(id, "::")
+		var fn *discoveredFunction
+		for _, f := range files {
+			if f.Rel != file {
+				continue
+			}
+			if m := disc.modules[f.Rel]; m != nil {
+				for k := range m.Functions {
+					if m.Functions[k].Name == name {
+						fn = &m.Functions[k]
+					}
+				}
+			}
+		}
+		if fn == nil {
+			return nil, &usageError{fmt.Sprintf("--order-free %q: no function %s among the scanned modules (ids are relative to the folder you named)", spec, id)}
+		}
+		idx := slices.Index(fn.Params, param)
+		if idx < 0 || idx >= fn.Required {
+			return nil, &usageError{fmt.Sprintf("--order-free %q: %s has no required positional parameter %q (it has %s)", spec, name, param, strings.Join(fn.Params[:min(fn.Required, len(fn.Params))], ", "))}
+		}
+		out[id] = append(out[id], idx)
+	}
+	return out, nil
+}

@@ -159,6 +159,11 @@ class Breakers(unittest.TestCase):
         finally:
             state.restore()
 
+    def test_order_free(self):
+        first = worker.call(lambda items: items[0], (["a", "b"],))[0]
+        self.assertEqual(worker.in_process_breakers(lambda items: items[0], (["a", "b"],), first, order_free=[0])[0], "order-free")
+        self.assertEqual(worker.in_process_breakers(sorted, (["b", "a"],), 'V:["a","b"]', order_free=[0]), (None, None))
+
     def test_stable(self):
         self.assertEqual(worker.in_process_breakers(sorted, ([2, 1],), "V:[1,2]"), (None, None))
 

@@ -331,6 +331,7 @@ def _describe_function(node, aliases, names):
         "vararg": a.vararg.arg if a.vararg else "",
         "varkw": a.kwarg.arg if a.kwarg else "",
         "kwonly_required": kwonly_required,
+        "params": [p.arg for p in positional],
         "facts": _facts(node.body, local, names),
     }
 
@@ -452,7 +453,7 @@ def probe(plan):
             rec["v"] = v
             if free is not None:
                 rec["o"] = free
-            breaker, v2 = in_process_breakers(target, base, v, state.restore)
+            breaker, v2 = in_process_breakers(target, base, v, state.restore, fn.get("order_free", ()))
             if breaker:
                 rec["b"], rec["v2"] = breaker, v2
         leaked = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
@@ -481,10 +482,12 @@ def call(target, args):
         return None, None, "too large to canonicalise"
 
 
-def in_process_breakers(target, base, first, reset=lambda: None):
+def in_process_breakers(target, base, first, reset=lambda: None, order_free=()):
     """The governor's in-process breakers: call again on an identical input
     (hidden state, clocks, RNGs break here), then with every dict rebuilt in
-    reversed key order (reliance on insertion order breaks here)."""
+    reversed key order (reliance on insertion order breaks here), then with
+    each argument declared order-free reversed (an order that should not
+    matter but does breaks here)."""
     again, _, _ = call(target, copy.deepcopy(base))
     reset()
     if again is not None and again != first:
@@ -494,6 +497,14 @@ def in_process_breakers(target, base, first, reset=lambda: None):
         reset()
         if flipped is not None and flipped != first:
             return "dict-order", flipped
+    for i in order_free:
+        if i < len(base) and isinstance(base[i], (list, tuple)) and len(base[i]) > 1:
+            args = copy.deepcopy(base)
+            args = args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
+            permuted, _, _ = call(target, args)
+            reset()
+            if permuted is not None and permuted != first:
+                return "order-free", permuted
     return None, None
 
 

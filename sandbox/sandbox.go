@@ -32,6 +32,10 @@ type Runtime interface {
 	Sweep(ctx context.Context, alive func(scanID string) bool) ([]string, error)
 }
 
+// ScratchVar starts a path that a runtime without containers places under
+// its scan's scratch directory.
+const ScratchVar = "$SCRATCH"
+
 // Scan is what a runtime is told about the scan it serves.
 type Scan struct {
 	ID      string // names every resource, after Prefix

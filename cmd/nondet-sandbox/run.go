@@ -40,12 +40,14 @@ type runOptions struct {
 	ociRuntime  string
 	image       string
 	smellRuns   int
+	orderFree   []string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "text", "report format: text or json")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
+	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", 3, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
@@ -144,7 +146,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	cache := cacheDir()
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns),
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure,

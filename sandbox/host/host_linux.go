@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -14,7 +16,10 @@ import (
 )
 
 // Runtime is the host backend.
-type Runtime struct{}
+type Runtime struct {
+	mu      sync.Mutex
+	scratch string // the scan's; $SCRATCH in a job's paths
+}
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
@@ -38,9 +43,27 @@ func (*Runtime) Applies() []sandbox.Support {
 	}
 }
 
-// Begin has nothing to prepare: the host runtime shares nothing.
-func (*Runtime) Begin(context.Context, sandbox.Scan) (func(context.Context) error, error) {
+// Begin remembers where $SCRATCH is.
+func (r *Runtime) Begin(_ context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
+	r.mu.Lock()
+	r.scratch = filepath.Join(scan.Scratch, "conditions")
+	r.mu.Unlock()
 	return func(context.Context) error { return nil }, nil
+}
+
+// place turns a condition's path ($SCRATCH/home/probe1) into a directory
+// under the scan's scratch directory, made if missing. Runs under the same
+// conditions share it, so the path itself is a condition like any other.
+func (r *Runtime) place(path, fallback string) (string, error) {
+	r.mu.Lock()
+	root := r.scratch
+	r.mu.Unlock()
+	rest, ok := strings.CutPrefix(path, sandbox.ScratchVar)
+	if !ok || root == "" {
+		rest, root = "", fallback
+	}
+	dir := filepath.Join(root, filepath.Clean("/"+rest))
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // Sweep has nothing to sweep: every probe process dies with its engine
@@ -50,13 +73,14 @@ func (*Runtime) Sweep(context.Context, func(string) bool) ([]string, error) { re
 // Run starts the interpreter in its own process group, with HOME and the
 // working directory made fresh under the job's scratch directory, and
 // kills the whole group when it ends or ctx is cancelled.
-func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
-	home := filepath.Join(job.Scratch, "home")
-	cwd := filepath.Join(job.Scratch, "cwd")
-	for _, d := range []string{home, cwd} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("host runtime: %w", err)
-		}
+func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	home, err := r.place(job.Cond.Home, filepath.Join(job.Scratch, "home"))
+	if err != nil {
+		return nil, fmt.Errorf("host runtime: %w", err)
+	}
+	cwd, err := r.place(job.Dir, filepath.Join(job.Scratch, "cwd"))
+	if err != nil {
+		return nil, fmt.Errorf("host runtime: %w", err)
 	}
 	env := make([]string, 0, len(job.Env)+1)
 	for _, kv := range job.Env {
@@ -79,8 +103,7 @@ func (*Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error
 	// The umask is the worker's to set (the engine puts it in the plan):
 	// changing this process's umask around Start would race with every
 	// other goroutine creating files.
-	err := cmd.Start()
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("host runtime: start %s: %w", job.Argv[0], err)
 	}
 	pgid := cmd.Process.Pid

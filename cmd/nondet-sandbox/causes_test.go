@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+)
+
+func causeLabels(t *testing.T) map[string]string {
+	f, err := os.Open("../../fixtures/causes.labels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			fs := strings.Fields(l)
+			out[fs[0]] = fs[1]
+		}
+	}
+	return out
+}
+
+// TestEachCauseIsNamed: one fixture per cause, and the report names it,
+// on every runtime that can vary it.
+func TestEachCauseIsNamed(t *testing.T) {
+	labels := causeLabels(t)
+	if len(labels) != 16 {
+		t.Fatalf("want 16 labelled causes, got %d", len(labels))
+	}
+	containerOnly := map[string]bool{"hostname": true, "user": true, "cpus": true, "clock": true, "pid": true}
+	for _, rt := range []string{"host", "embedded", "docker"} {
+		t.Run(rt, func(t *testing.T) {
+			if rt != "host" {
+				testenv.NeedRoot(t)
+			}
+			python := testenv.Python(t)
+			if rt == "docker" {
+				python = "python3"
+			}
+			opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: python, runtimeName: rt, jobs: 2, seed: 5,
+				callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true,
+				image: docker.DefaultImage, orderFree: []string{"causes.py::first_item:items"}}
+			var out, errOut bytes.Buffer
+			err := runRun(context.Background(), opts, []string{"../../fixtures/causes.py"}, &out, &errOut)
+			if errors.Is(err, engine.ErrRuntime) {
+				testenv.Skip(t, err.Error())
+			}
+			if !errors.Is(err, errFindings) {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			var rep engine.Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			for name, cause := range labels {
+				f := rep.Function("causes.py::" + name)
+				if f == nil {
+					t.Errorf("%s missing", name)
+					continue
+				}
+				if rt == "host" && containerOnly[cause] {
+					continue // the host runtime cannot vary it, and says so
+				}
+				if f.Verdict != engine.VerdictNondeterministic || len(f.Causes) == 0 || f.Causes[0] != cause {
+					t.Errorf("%s: want first cause %s, got %s %v", name, cause, f.Verdict, f.Causes)
+				}
+			}
+			if rt == "host" {
+				for _, c := range []string{"hostname", "user", "cpus", "clock", "pid"} {
+					if !slices.ContainsFunc(rep.Skipped, func(s sandbox.Support) bool { return s.Condition == c }) {
+						t.Errorf("the host runtime does not say it skipped %s", c)
+					}
+				}
+			}
+		})
+	}
+}

@@ -44,6 +44,9 @@ type Options struct {
 	// "FILE.py::function:parameter"; the worker also calls with each
 	// reversed.
 	OrderFree []string
+	// ExplicitRuns, when set, are the runs' conditions instead of a plan
+	// drawn from Seed: replay sets them from a report.
+	ExplicitRuns []RunConditions
 	// Measure adds each worker's peak memory to the report.
 	Measure bool
 	// Version is the tool version written into the report.

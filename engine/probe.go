@@ -197,7 +197,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Skip = append(plan.Skip, fi)
 		}
 		slices.Sort(plan.Skip)
-		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-%d.json", sh.ID, rc.label(), attempt), plan)
+		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d.json", sh.ID, rc.label(), run, attempt), plan)
 		if err != nil {
 			s.shardFailed(sh, res, err.Error())
 			return

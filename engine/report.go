@@ -21,10 +21,13 @@ const (
 // CI systems and other tools parse them. It holds no timestamps or
 // temporary paths, so two scans with the same seed are byte-identical.
 type Report struct {
-	Tool           Tool              `json:"tool"`
-	Runtime        string            `json:"runtime"`
-	Python         string            `json:"python"`
-	Seed           uint64            `json:"seed"`
+	Tool    Tool   `json:"tool"`
+	Runtime string `json:"runtime"`
+	Python  string `json:"python"`
+	Seed    uint64 `json:"seed"`
+	// Targets are the command line's paths as given, so `replay` can find
+	// the scanned files again from the same folder.
+	Targets        []string          `json:"targets"`
 	CallerHashSeed string            `json:"caller_pythonhashseed,omitempty"`
 	Runs           []RunConditions   `json:"runs"`
 	Skipped        []sandbox.Support `json:"conditions_skipped"`
@@ -127,6 +130,7 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 		Seed:           s.opts.Seed,
 		CallerHashSeed: s.opts.CallerHashSeed,
 		Modules:        []Module{},
+		Targets:        []string{},
 		Functions:      []*Function{},
 		Skipped:        []sandbox.Support{},
 	}

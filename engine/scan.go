@@ -39,37 +39,19 @@ type scan struct {
 	peakMu    sync.Mutex
 	workers   []Worker // measurements, when asked for
 	orderFree map[string][]int
+	files     []sourceFile
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
 func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
-	files, err := findSources(targets)
-	if err != nil {
-		return nil, err
-	}
-	s, closeScan, err := openScan(ctx, opts, files)
+	s, closeScan, err := openTargets(ctx, opts, targets)
 	if err != nil {
 		return nil, err
 	}
 	defer closeScan()
 	opts = s.opts
-	loc := s.loc
-
-	disc, err := s.discover(ctx, files)
+	rep, probes, results, disc, err := s.probeAll(ctx, targets)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkFuncTargets(targets, disc); err != nil {
-		return nil, err
-	}
-	if s.orderFree, err = resolveOrderFree(opts.OrderFree, files, disc); err != nil {
-		return nil, err
-	}
-	rep := s.newReport(files, disc, loc)
-	probes := s.selectProbes(files, disc, rep)
-	shards := planShards(probes, s.opts.Jobs)
-	results := s.runAll(ctx, shards, disc.ladder)
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
@@ -93,6 +75,44 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	rep.finish()
 	return rep, nil
+}
+
+// openTargets finds the targets' sources and opens a scan over them.
+func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, func(), error) {
+	files, err := findSources(targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, closeScan, err := openScan(ctx, opts, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.files = files
+	return s, closeScan, nil
+}
+
+// probeAll discovers, selects and runs every probe of the scan's targets.
+func (s *scan) probeAll(ctx context.Context, targets []Target) (*Report, []*probe, *results, *discovery, error) {
+	disc, err := s.discover(ctx, s.files)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := checkFuncTargets(targets, disc); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s.orderFree, err = resolveOrderFree(s.opts.OrderFree, s.files, disc); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	rep := s.newReport(s.files, disc, s.loc)
+	for _, t := range targets {
+		rep.Targets = append(rep.Targets, t.Arg)
+	}
+	probes := s.selectProbes(s.files, disc, rep)
+	results := s.runAll(ctx, planShards(probes, s.opts.Jobs), disc.ladder)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return rep, probes, results, disc, nil
 }
 
 // openScan does what every use of the sandbox starts with: take the scan's
@@ -175,6 +195,9 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	s.locpath = s.loc.dir
 	s.layout(files, interp)
 	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated())
+	if len(opts.ExplicitRuns) > 0 {
+		s.runs = append([]RunConditions(nil), opts.ExplicitRuns...)
+	}
 	s.faketime = findFaketime()
 	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
 	return s, undoAll, nil

@@ -226,6 +226,8 @@ def raised(exc):
 def display(args):
     """How a rung is shown in a report: canonical, sets sorted, so the text
     does not depend on the hash seed of the process that wrote it."""
+    if not isinstance(args, tuple):
+        raise TypeError("display takes a rung: a tuple of arguments")
     return [canon_text(a, sort_sets=True)[0] for a in args]
 
 
@@ -266,6 +268,9 @@ def discover(req):
 
 
 def describe_module(path, rel):
+    if not isinstance(path, str) or not isinstance(rel, str):
+        # open() of an int would open (and close) a file descriptor.
+        raise TypeError("describe_module takes a path and a relative path")
     rec = {"k": "module", "rel": rel}
     try:
         with open(path, "rb") as fh:
@@ -550,6 +555,16 @@ class ProcessState:
         self.locale = locale
         self.cwd = os.getcwd()
         self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        # Copies of descriptors 0-2, so a call that closes or replaces one
+        # does not change what the next call sees.
+        import fcntl
+        self.fds = {}
+        for fd in (0, 1, 2):
+            try:
+                st = os.fstat(fd)
+                self.fds[fd] = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 800), st.st_dev, st.st_ino)
+            except OSError:
+                pass
         # os.environ compares slowly (it decodes every key); its raw
         # mapping compares fast.
         self.raw = getattr(os.environ, "_data", None)
@@ -569,6 +584,17 @@ class ProcessState:
         except OSError:
             pass
         sys.stdin, sys.stdout, sys.stderr = self.streams
+        for fd, (copy_fd, dev, ino) in self.fds.items():
+            try:
+                st = os.fstat(fd)
+                same = st.st_dev == dev and st.st_ino == ino
+            except OSError:
+                same = False
+            if not same:
+                try:
+                    os.dup2(copy_fd, fd, inheritable=True)
+                except OSError:
+                    pass
         if (self.raw != self.raw_copy) if self.raw is not None else (os.environ != self.environ):
             os.environ.clear()
             os.environ.update(self.environ)

@@ -18,6 +18,6 @@ Exit status: 0 no findings, 1 findings, 2 bad usage or unusable input.`,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCommand(), newBenchCommand(), newDoctorCommand())
+	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand())
 	return root
 }

@@ -112,7 +112,7 @@ func listing(dir string) string {
 // temporary directories and Go's.
 func changes(before, after string) []string {
 	ignored := func(l string) bool {
-		return l == "" || strings.HasPrefix(l, "Test") || strings.HasPrefix(l, "nds-")
+		return l == "" || strings.HasPrefix(l, "Test") || strings.HasPrefix(l, "nds-") || strings.HasPrefix(l, ".nondet-sandbox-secret-")
 	}
 	in := func(list string) map[string]bool {
 		m := map[string]bool{}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+type replayOptions struct {
+	runOptions
+	report string
+	root   string
+}
+
+func newReplayCommand() *cobra.Command {
+	var opts replayOptions
+	cmd := &cobra.Command{
+		Use:   "replay --report REPORT.json ID",
+		Short: "Re-run one function on its witness input under the two recorded runs' conditions",
+		Example: `  nondet-sandbox run --format json -o report.json src/
+  nondet-sandbox replay --report report.json util.py::normalise`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd.Context(), opts, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Flags().Changed("runtime"), cmd.Flags().Changed("python"))
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&opts.report, "report", "", "the JSON report the witness comes from (required)")
+	cmd.Flags().StringVar(&opts.root, "root", "", "the folder the scan ran in, when it is not this one")
+	_ = cmd.MarkFlagRequired("report")
+	return cmd
+}
+
+func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stderr io.Writer, runtimeSet, pythonSet bool) error {
+	data, err := os.ReadFile(opts.report)
+	if err != nil {
+		return usageErrorf("--report: %v", err)
+	}
+	var rep engine.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return usageErrorf("--report %s is not a nondet-sandbox JSON report: %v", opts.report, err)
+	}
+	// Replay where the scan ran, with what it ran, unless told otherwise.
+	if !runtimeSet && rep.Runtime != "" {
+		opts.runtimeName = rep.Runtime
+	}
+	if !pythonSet && rep.Python != "" {
+		opts.python = rep.Python
+	}
+	rt, err := newRuntime(opts.runtimeName, opts.runOptions)
+	if err != nil {
+		return err
+	}
+	eo := engine.Options{
+		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
+		Private: true, Limits: sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+		CacheDir: cacheDir(), Version: version, Notes: stderr,
+	}
+	got, f, err := engine.Replay(ctx, eo, &rep, id, opts.root)
+	if err != nil {
+		return err
+	}
+	w := f.Witness
+	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", f.ID, joinArgs(w.Args), w.Rung)
+	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", w.Answers[0].Value, w.Answers[1].Value)
+	reproduced := true
+	for i, r := range got {
+		value := r.Value
+		if value == "" {
+			value = "(no answer: " + r.Detail + ")"
+		}
+		switch {
+		case w.Breaker != "" && r.Breaker != "":
+			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, value, r.Breaker, r.Value2)
+		default:
+			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, value)
+		}
+		if w.Breaker == "" && value != w.Answers[i].Value {
+			reproduced = false
+		}
+		if w.Breaker != "" && (r.Breaker != w.Breaker || r.Value2 == "" || r.Value2 == r.Value) {
+			reproduced = false
+		}
+	}
+	if w.Breaker == "" && len(got) == 2 && got[0].Value == got[1].Value {
+		reproduced = false
+	}
+	if reproduced {
+		fmt.Fprintln(stdout, "reproduced: the same two answers again")
+		return errFindings
+	}
+	fmt.Fprintln(stdout, "not reproduced exactly: the answers moved (a clock, an RNG, an address, or the calls before it)")
+	return nil
+}
+
+func joinArgs(args []string) string {
+	out := ""
+	for i, a := range args {
+		if i > 0 {
+			out += ", "
+		}
+		out += a
+	}
+	return out
+}

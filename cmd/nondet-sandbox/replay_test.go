@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+func embeddedOrHost(t *testing.T) string {
+	if os.Geteuid() == 0 {
+		return "embedded"
+	}
+	return "host"
+}
+
+// TestReplayReproducesWitnesses: replay re-runs a function on its witness
+// input under the two recorded runs' conditions and gets both answers again.
+func TestReplayReproducesWitnesses(t *testing.T) {
+	rt := embeddedOrHost(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	opts := runOptions{format: "json", output: report, runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: rt,
+		jobs: 2, seed: 13, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+		t.Fatal(err)
+	}
+	for id, cause := range map[string]string{"known.py::resolve_features": "hash-seed", "known.py::epoch_year": "timezone", "known.py::first_key": "dict-order"} {
+		var out bytes.Buffer
+		ro := replayOptions{runOptions: opts, report: report}
+		err := runReplay(context.Background(), ro, id, &out, &bytes.Buffer{}, false, false)
+		if !errors.Is(err, errFindings) || !strings.Contains(out.String(), "reproduced: the same two answers again") {
+			t.Errorf("%s (%s): not reproduced: %v\n%s", id, cause, err, out.String())
+		}
+	}
+	var out bytes.Buffer
+	err := runReplay(context.Background(), replayOptions{runOptions: opts, report: report}, "known.py::word_count", &out, &bytes.Buffer{}, false, false)
+	if err == nil || !strings.Contains(err.Error(), "has no witness to replay") {
+		t.Errorf("replaying a deterministic function: %v", err)
+	}
+}
+
+// TestDogfoodWorker: the tool scanning its own Python worker finds nothing
+// nondeterministic.
+func TestDogfoodWorker(t *testing.T) {
+	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
+		jobs: 2, seed: 17, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true, unsafe: true}
+	var out, errOut bytes.Buffer
+	if err := runRun(context.Background(), opts, []string{"../../engine/worker.py"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var rep engine.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Census.Nondeterministic != 0 || rep.Census.Deterministic < 10 {
+		t.Errorf("the worker scanning itself: %+v", rep.Census)
+	}
+}
+
+// TestSameSeedSameFixtureJSON: two scans of the fixtures with one seed give
+// the same JSON, byte for byte, except the witness values of the findings
+// the process itself moves (a clock, an RNG, an address), which no seed can
+// fix: those are compared by everything but their values.
+func TestSameSeedSameFixtureJSON(t *testing.T) {
+	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
+		jobs: 2, seed: 99, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	var outs []string
+	for range 2 {
+		var out bytes.Buffer
+		if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &out, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+			t.Fatal(err)
+		}
+		outs = append(outs, blankProcessValues(t, out.Bytes()))
+	}
+	if outs[0] != outs[1] {
+		t.Fatalf("two scans with --seed 99 differ:\n%s\n---\n%s", outs[0], outs[1])
+	}
+}
+
+var valueField = regexp.MustCompile(`"value": "(?:[^"\\]|\\.)*"`)
+
+func blankProcessValues(t *testing.T, report []byte) string {
+	var rep engine.Report
+	if err := json.Unmarshal(report, &rep); err != nil {
+		t.Fatal(err)
+	}
+	process := map[string]bool{}
+	for _, f := range rep.Functions {
+		for _, c := range f.Causes {
+			process[f.ID] = process[f.ID] || c == "process"
+		}
+	}
+	// Blank the answer values inside the functions moved by the process.
+	var b strings.Builder
+	current := ""
+	for _, line := range strings.Split(string(report), "\n") {
+		if m := regexp.MustCompile(`^\s*"id": "(.*)",$`).FindStringSubmatch(line); m != nil {
+			current = m[1]
+		}
+		if process[current] {
+			line = valueField.ReplaceAllString(line, `"value": "…"`)
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}

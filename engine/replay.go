@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Replayed is one run's answer to a witness's input, again.
+type Replayed struct {
+	Run     RunConditions `json:"run"`
+	Value   string        `json:"value"`
+	Breaker string        `json:"breaker,omitempty"`
+	Value2  string        `json:"value2,omitempty"` // the breaker's second answer
+	Detail  string        `json:"detail,omitempty"` // why there is no value
+}
+
+// Replay re-runs one function of a report on its witness input, under the
+// conditions of the witness's two runs, exactly as recorded. root is the
+// folder the report's targets are relative to ("" for the current one).
+func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]Replayed, *Function, error) {
+	f := rep.Function(id)
+	if f == nil {
+		return nil, nil, &usageError{fmt.Sprintf("no function %q in the report", id)}
+	}
+	if f.Witness == nil {
+		return nil, f, &usageError{fmt.Sprintf("%s has no witness to replay (its verdict is %s)", f.ID, f.Verdict)}
+	}
+	file, name, _ := strings.Cut(f.ID, "::")
+	var target Target
+	found := false
+	for _, arg := range rep.Targets {
+		t, err := ParseTarget(filepath.Join(root, strings.Split(arg, "::")[0]))
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(t.Base, filepath.FromSlash(file))
+		if _, err := os.Stat(path); err == nil {
+			if target, err = ParseTarget(path + "::" + name); err == nil {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return nil, f, &usageError{fmt.Sprintf("cannot find %s from the report's targets %v; run replay from the folder the scan ran in, or pass --root", file, rep.Targets)}
+	}
+	var runs []RunConditions
+	for _, a := range f.Witness.Answers {
+		if a.Run < 0 || a.Run >= len(rep.Runs) {
+			return nil, f, &usageError{fmt.Sprintf("the report's witness names run %d, which it does not describe", a.Run)}
+		}
+		rc := rep.Runs[a.Run]
+		rc.Purpose = "replay"
+		runs = append(runs, rc)
+	}
+	opts.ExplicitRuns = runs
+	opts.Runs = len(runs)
+	opts.SmellRuns = -1
+	s, closeScan, err := openTargets(ctx, opts, []Target{target})
+	if err != nil {
+		return nil, f, err
+	}
+	defer closeScan()
+	_, probes, res, _, err := s.probeAll(ctx, []Target{target})
+	if err != nil {
+		return nil, f, err
+	}
+	if len(probes) != 1 {
+		return nil, f, fmt.Errorf("replay: %s could not be probed", f.ID)
+	}
+	p := probes[0]
+	if msg, ok := res.importErr[p.Module]; ok {
+		return nil, f, fmt.Errorf("replay: import failed: %s", msg)
+	}
+	rungs := res.calls[p.Index]
+	if f.Witness.Rung >= len(rungs) {
+		return nil, f, fmt.Errorf("replay: the ladder has no rung %d any more", f.Witness.Rung)
+	}
+	var out []Replayed
+	for slot, o := range rungs[f.Witness.Rung] {
+		r := Replayed{Run: rep.Runs[f.Witness.Answers[slot].Run], Value: o.value, Breaker: o.breaker, Value2: o.value2, Detail: o.detail}
+		out = append(out, r)
+	}
+	return out, f, nil
+}

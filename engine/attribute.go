@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // condition is one varied condition: its name in the report, and how to
@@ -88,37 +87,7 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 }
 
 func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[int][][]string) {
-	res := newResults()
-	for _, p := range g.probes {
-		rungs := make([][]outcome, len(ladder[p.Arity]))
-		for i := range rungs {
-			rungs[i] = make([]outcome, len(g.runs))
-		}
-		res.calls[p.Index] = rungs
-	}
-	shards := planShards(g.probes, s.opts.Jobs)
-	type task struct {
-		sh   *shard
-		slot int
-	}
-	tasks := make(chan task)
-	var wg sync.WaitGroup
-	for range s.opts.Jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range tasks {
-				s.runShard(ctx, t.sh, g.runs[t.slot], t.slot, ladder, res)
-			}
-		}()
-	}
-	for _, sh := range shards {
-		for slot := range g.runs {
-			tasks <- task{sh, slot}
-		}
-	}
-	close(tasks)
-	wg.Wait()
+	res := s.runRuns(ctx, planShards(g.probes, s.opts.Jobs), g.runs, ladder)
 
 	for _, p := range g.probes {
 		f := p.fn

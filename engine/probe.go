@@ -62,21 +62,27 @@ func newResults() *results {
 		events: map[int][]Event{}, shardError: map[int]string{}}
 }
 
-// runAll runs every (shard, run) pair, up to Jobs at once.
+// runAll runs every (shard, run) pair of the plan.
 func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]string) *results {
+	return s.runRuns(ctx, shards, s.runs, ladder)
+}
+
+// runRuns runs every shard under every one of runs, up to Jobs
+// interpreters at once; each run's outcomes go to its slot in runs.
+func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunConditions, ladder map[int][][]string) *results {
 	res := newResults()
 	for _, sh := range shards {
 		for _, p := range sh.Probes {
 			rungs := make([][]outcome, len(ladder[p.Arity]))
 			for i := range rungs {
-				rungs[i] = make([]outcome, len(s.runs))
+				rungs[i] = make([]outcome, len(runs))
 			}
 			res.calls[p.Index] = rungs
 		}
 	}
 	type task struct {
-		sh  *shard
-		run int
+		sh   *shard
+		slot int
 	}
 	tasks := make(chan task)
 	var wg sync.WaitGroup
@@ -85,17 +91,17 @@ func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]s
 		go func() {
 			defer wg.Done()
 			for t := range tasks {
-				s.runShard(ctx, t.sh, s.runs[t.run], t.run, ladder, res)
+				s.runShard(ctx, t.sh, runs[t.slot], t.slot, ladder, res)
 				if s.opts.Progress != nil {
-					fmt.Fprintf(s.opts.Progress, "shard %d run %d done\n", t.sh.ID, t.run)
+					fmt.Fprintf(s.opts.Progress, "shard %d %s done\n", t.sh.ID, runs[t.slot].label())
 				}
 			}
 		}()
 	}
 	for _, sh := range shards {
-		for run := range s.runs {
+		for slot := range runs {
 			select {
-			case tasks <- task{sh, run}:
+			case tasks <- task{sh, slot}:
 			case <-ctx.Done():
 			}
 		}

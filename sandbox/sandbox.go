@@ -103,3 +103,13 @@ type Support struct {
 	Applied   bool   `json:"applied"`
 	Reason    string `json:"reason,omitempty"`
 }
+
+// ContainerConditions are the conditions a container runtime varies: all of
+// them.
+func ContainerConditions() []Support {
+	var out []Support
+	for _, c := range []string{"hostname", "user", "umask", "cwd", "home", "cpus", "clock", "pid"} {
+		out = append(out, Support{Condition: c, Applied: true})
+	}
+	return out
+}

@@ -47,13 +47,9 @@ func newBenchCommand() *cobra.Command {
 }
 
 func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writer) error {
-	var targets []engine.Target
-	for _, a := range args {
-		t, err := engine.ParseTarget(a)
-		if err != nil {
-			return err
-		}
-		targets = append(targets, t)
+	targets, err := parseTargets(args)
+	if err != nil {
+		return err
 	}
 	cache := cacheDir()
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -131,13 +131,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	var targets []engine.Target
-	for _, a := range args {
-		t, err := engine.ParseTarget(a)
-		if err != nil {
-			return err
-		}
-		targets = append(targets, t)
+	targets, err := parseTargets(args)
+	if err != nil {
+		return err
 	}
 	seed := opts.seed
 	if seed == 0 {
@@ -210,4 +206,16 @@ func smellRuns(n int) int {
 		return -1
 	}
 	return n
+}
+
+func parseTargets(args []string) ([]engine.Target, error) {
+	var targets []engine.Target
+	for _, a := range args {
+		t, err := engine.ParseTarget(a)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	return targets, nil
 }

@@ -80,10 +80,7 @@ func (*Runtime) Isolated() bool { return true }
 // InImage says the interpreter is the image's, not the host's.
 func (*Runtime) InImage() bool { return true }
 
-func (*Runtime) Applies() []sandbox.Support {
-	ok := func(c string) sandbox.Support { return sandbox.Support{Condition: c, Applied: true} }
-	return []sandbox.Support{ok("hostname"), ok("user"), ok("umask"), ok("cwd"), ok("home"), ok("cpus"), ok("clock"), ok("pid")}
-}
+func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 
 // Begin remembers the scan; containers are made per job.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {

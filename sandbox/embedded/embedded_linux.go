@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -59,12 +60,8 @@ func DefaultOptions() Options {
 type Runtime struct {
 	opts Options
 
-	mu       sync.Mutex
-	scan     sandbox.Scan
-	rootfs   string
-	stateDir string
-	made     map[string]bool // mountpoints already in the skeleton
-	parent   interface{ Delete() error }
+	mu   sync.Mutex
+	scan *containerscan.Scan
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -87,87 +84,30 @@ func New(opts Options) (*Runtime, error) {
 func (*Runtime) Name() string   { return "embedded" }
 func (*Runtime) Isolated() bool { return true }
 
-func (r *Runtime) Applies() []sandbox.Support {
-	ok := func(c string) sandbox.Support { return sandbox.Support{Condition: c, Applied: true} }
-	return []sandbox.Support{ok("hostname"), ok("user"), ok("umask"), ok("cwd"), ok("home"), ok("cpus"), ok("clock"), ok("pid")}
-}
+func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 
 // Begin makes the scan's root skeleton, state directory and parent cgroup
 // with the scan-wide memory and pids ceiling.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.scan = scan
-	r.made = map[string]bool{}
-	// The container's mapped root must be able to reach the skeleton.
-	if err := os.Chmod(scan.Scratch, 0o711); err != nil {
-		return nil, err
-	}
-	r.rootfs = filepath.Join(scan.Scratch, "rootfs")
-	if err := sandbox.PrepareRootfs(r.rootfs, nil); err != nil {
-		return nil, fmt.Errorf("root skeleton: %w", err)
-	}
-	r.stateDir = filepath.Join(r.opts.StateRoot, scan.ID)
-	if err := os.MkdirAll(r.stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	}
-	parent, err := cgroupscan.NewParent(scan)
+	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
 	if err != nil {
-		os.RemoveAll(r.stateDir)
 		return nil, err
 	}
-	r.parent = parent
-	return func(context.Context) error {
-		var errs []error
-		if err := parent.Delete(); err != nil {
-			errs = append(errs, fmt.Errorf("parent cgroup: %w", err))
-		}
-		if err := os.RemoveAll(r.stateDir); err != nil {
-			errs = append(errs, err)
-		}
-		// libcontainer removes each job's cgroup but not the scan's level
-		// it made in the hierarchies the parent does not limit.
-		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
-		return errors.Join(errs...)
-	}, nil
-}
-
-// ensureMountpoints adds a job's mountpoints to the shared skeleton.
-func (r *Runtime) ensureMountpoints(job *sandbox.Job) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var todo []string
-	for _, m := range sandbox.Mountpoints(job) {
-		if !r.made[m] {
-			todo = append(todo, m)
-		}
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	if err := sandbox.PrepareRootfs(r.rootfs, todo); err != nil {
-		return err
-	}
-	for _, m := range todo {
-		r.made[m] = true
-	}
-	return nil
-}
-
-func (r *Runtime) policy(job *sandbox.Job) *sandbox.Policy {
-	return &sandbox.Policy{
-		Rootfs: r.rootfs, UserNS: r.opts.UserNS, HostIDBase: 100000, Seccomp: r.opts.Seccomp,
-		CgroupsPath: cgroupscan.JobPath(r.scan.ID, job.ID),
-		MemorySwap:  cgroupscan.MemorySwap(),
-	}
+	r.scan = cs
+	r.mu.Unlock()
+	return end, nil
 }
 
 // Run creates one container, runs the job in it, and destroys it.
 func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
-	if err := r.ensureMountpoints(job); err != nil {
-		return nil, fmt.Errorf("root skeleton: %w", err)
+	r.mu.Lock()
+	cs := r.scan
+	r.mu.Unlock()
+	if err := cs.Ensure(job); err != nil {
+		return nil, err
 	}
-	spec, err := r.policy(job).Spec(job)
+	spec, err := cs.Policy(job, r.opts.UserNS, r.opts.Seccomp).Spec(job)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +115,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return nil, fmt.Errorf("container config: %w", err)
 	}
-	ctr, err := libcontainer.Create(r.stateDir, job.ID, cfg)
+	ctr, err := libcontainer.Create(cs.StateDir, job.ID, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -38,11 +39,8 @@ type Runtime struct {
 	opts   Options
 	binary string
 
-	mu       sync.Mutex
-	scan     sandbox.Scan
-	rootfs   string
-	stateDir string
-	made     map[string]bool
+	mu   sync.Mutex
+	scan *containerscan.Scan
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -65,77 +63,39 @@ func New(opts Options) (*Runtime, error) {
 func (r *Runtime) Name() string { return "oci" }
 func (*Runtime) Isolated() bool { return true }
 
-func (r *Runtime) Applies() []sandbox.Support {
-	ok := func(c string) sandbox.Support { return sandbox.Support{Condition: c, Applied: true} }
-	return []sandbox.Support{ok("hostname"), ok("user"), ok("umask"), ok("cwd"), ok("home"), ok("cpus"), ok("clock"), ok("pid")}
-}
+func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 
 // Begin makes the root skeleton, the runtime's state directory and the
 // scan's parent cgroup.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.scan, r.made = scan, map[string]bool{}
-	if err := os.Chmod(scan.Scratch, 0o711); err != nil {
-		return nil, err
-	}
-	r.rootfs = filepath.Join(scan.Scratch, "rootfs")
-	if err := sandbox.PrepareRootfs(r.rootfs, nil); err != nil {
-		return nil, fmt.Errorf("root skeleton: %w", err)
-	}
-	r.stateDir = filepath.Join(r.opts.StateRoot, scan.ID)
-	if err := os.MkdirAll(r.stateDir, 0o700); err != nil {
-		return nil, err
-	}
-	parent, err := cgroupscan.NewParent(scan)
+	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
 	if err != nil {
-		os.RemoveAll(r.stateDir)
 		return nil, err
 	}
-	return func(ctx context.Context) error {
-		var errs []error
-		if err := parent.Delete(); err != nil {
-			errs = append(errs, err)
-		}
-		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
-		if err := os.RemoveAll(r.stateDir); err != nil {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
-	}, nil
+	r.mu.Lock()
+	r.scan = cs
+	r.mu.Unlock()
+	return end, nil
 }
 
-func (r *Runtime) ensureMountpoints(job *sandbox.Job) error {
+func (r *Runtime) current() *containerscan.Scan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var todo []string
-	for _, m := range sandbox.Mountpoints(job) {
-		if !r.made[m] {
-			todo = append(todo, m)
-		}
-	}
-	if err := sandbox.PrepareRootfs(r.rootfs, todo); err != nil {
-		return err
-	}
-	for _, m := range todo {
-		r.made[m] = true
-	}
-	return nil
+	return r.scan
 }
 
 func (r *Runtime) runtime(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, r.binary, append([]string{"--root", r.stateDir}, args...)...)
+	return exec.CommandContext(ctx, r.binary, append([]string{"--root", r.current().StateDir}, args...)...)
 }
 
 // Run writes the job's bundle and runs it with `<runtime> run`, passing
 // the record channel as fd 3 (--preserve-fds 1).
 func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
-	if err := r.ensureMountpoints(job); err != nil {
+	cs := r.current()
+	if err := cs.Ensure(job); err != nil {
 		return nil, err
 	}
-	policy := &sandbox.Policy{Rootfs: r.rootfs, UserNS: r.opts.UserNS, HostIDBase: 100000, Seccomp: r.opts.Seccomp,
-		CgroupsPath: cgroupscan.JobPath(r.scan.ID, job.ID), MemorySwap: cgroupscan.MemorySwap()}
-	spec, err := policy.Spec(job)
+	spec, err := cs.Policy(job, r.opts.UserNS, r.opts.Seccomp).Spec(job)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +111,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		return nil, err
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(r.binary, "--root", r.stateDir, "run", "--bundle", bundle, "--preserve-fds", "1", "--no-new-keyring", job.ID)
+	cmd := exec.Command(r.binary, "--root", cs.StateDir, "run", "--bundle", bundle, "--preserve-fds", "1", "--no-new-keyring", job.ID)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = io.MultiWriter(job.Stderr, &limited{w: &stderr, n: 4096})
 	cmd.ExtraFiles = []*os.File{job.Records}
@@ -173,7 +133,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}()
 	werr := cmd.Wait()
 	close(done)
-	paths := map[string]string{"memory": cgroupscan.Dir("memory", r.scan.ID, job.ID), "": cgroupscan.Dir("", r.scan.ID, job.ID)}
+	paths := map[string]string{"memory": cgroupscan.Dir("memory", cs.ID, job.ID), "": cgroupscan.Dir("", cs.ID, job.ID)}
 	exit := &sandbox.Exit{PeakMemory: cgroupscan.PeakMemory(paths), OOMKilled: cgroupscan.OOMKilled(paths)}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	_ = r.runtime(dctx, "delete", "--force", job.ID).Run()

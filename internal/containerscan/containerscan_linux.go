@@ -1,0 +1,96 @@
+// Package containerscan is what the embedded and oci runtimes share for
+// one scan: the read-only root's skeleton (mountpoints added as jobs need
+// them), the runtime's state directory, and the parent cgroup with the
+// scan-wide ceiling; and undoing all of it.
+package containerscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Scan is one scan's shared container resources.
+type Scan struct {
+	sandbox.Scan
+	Rootfs   string
+	StateDir string
+
+	mu   sync.Mutex
+	made map[string]bool
+}
+
+// Open makes the skeleton under the scan's scratch directory, the state
+// directory under stateRoot and the parent cgroup. end releases them (and
+// whatever cgroup levels the runtime made under the parent), and runs even
+// after ctx is cancelled.
+func Open(scan sandbox.Scan, stateRoot string) (*Scan, func(context.Context) error, error) {
+	s := &Scan{Scan: scan, made: map[string]bool{}}
+	// The container's (mapped) root must be able to reach the skeleton.
+	if err := os.Chmod(scan.Scratch, 0o711); err != nil {
+		return nil, nil, err
+	}
+	s.Rootfs = filepath.Join(scan.Scratch, "rootfs")
+	if err := sandbox.PrepareRootfs(s.Rootfs, nil); err != nil {
+		return nil, nil, fmt.Errorf("root skeleton: %w", err)
+	}
+	s.StateDir = filepath.Join(stateRoot, scan.ID)
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	parent, err := cgroupscan.NewParent(scan)
+	if err != nil {
+		os.RemoveAll(s.StateDir)
+		return nil, nil, err
+	}
+	end := func(context.Context) error {
+		var errs []error
+		if err := parent.Delete(); err != nil {
+			errs = append(errs, fmt.Errorf("parent cgroup: %w", err))
+		}
+		// A runtime removes each job's cgroup but not the scan's level it
+		// made in the hierarchies the parent does not limit.
+		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
+		if err := os.RemoveAll(s.StateDir); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	return s, end, nil
+}
+
+// Ensure adds a job's mountpoints to the skeleton.
+func (s *Scan) Ensure(job *sandbox.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var todo []string
+	for _, m := range sandbox.Mountpoints(job) {
+		if !s.made[m] {
+			todo = append(todo, m)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := sandbox.PrepareRootfs(s.Rootfs, todo); err != nil {
+		return fmt.Errorf("root skeleton: %w", err)
+	}
+	for _, m := range todo {
+		s.made[m] = true
+	}
+	return nil
+}
+
+// Policy is the sandbox policy for one of this scan's jobs.
+func (s *Scan) Policy(job *sandbox.Job, userNS, seccomp bool) *sandbox.Policy {
+	return &sandbox.Policy{
+		Rootfs: s.Rootfs, UserNS: userNS, HostIDBase: 100000, Seccomp: seccomp,
+		CgroupsPath: cgroupscan.JobPath(s.ID, job.ID), MemorySwap: cgroupscan.MemorySwap(),
+	}
+}

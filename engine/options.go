@@ -38,8 +38,10 @@ type Options struct {
 	// Notes, when set, gets what the scan did beside scanning: leftovers of
 	// interrupted scans it removed, cleanup that failed.
 	Notes io.Writer
-	// Progress, when set, gets one line per finished (shard, run).
-	Progress io.Writer
+	// Progress, when set, is told each time an interpreter finishes its
+	// (shard, run): how many have, of how many planned so far (the plan
+	// grows when findings need attribution runs).
+	Progress func(done, planned int)
 	// OrderFree declares arguments whose order must not matter, as
 	// "FILE.py::function:parameter"; the worker also calls with each
 	// reversed.

@@ -84,6 +84,7 @@ func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunCondition
 		sh   *shard
 		slot int
 	}
+	s.tasksPlanned.Add(int64(len(shards) * len(runs)))
 	tasks := make(chan task)
 	var wg sync.WaitGroup
 	for range s.opts.Jobs {
@@ -93,7 +94,7 @@ func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunCondition
 			for t := range tasks {
 				s.runShard(ctx, t.sh, runs[t.slot], t.slot, ladder, res)
 				if s.opts.Progress != nil {
-					fmt.Fprintf(s.opts.Progress, "shard %d %s done\n", t.sh.ID, runs[t.slot].label())
+					s.opts.Progress(int(s.tasksDone.Add(1)), int(s.tasksPlanned.Load()))
 				}
 			}
 		}()

@@ -36,10 +36,12 @@ type scan struct {
 	skipped   []sandbox.Support
 	processes atomic.Int64
 	jobSeq    atomic.Int64
-	peakMu    sync.Mutex
-	workers   []Worker // measurements, when asked for
-	orderFree map[string][]int
-	files     []sourceFile
+	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
+	tasksDone, tasksPlanned atomic.Int64
+	peakMu                  sync.Mutex
+	workers                 []Worker // measurements, when asked for
+	orderFree               map[string][]int
+	files                   []sourceFile
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -148,7 +149,13 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		Notes: stderr, Measure: opts.measure,
 	}
 	if !opts.quiet && isTerminal(stderr) {
-		eo.Progress = stderr
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("probing"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
+		eo.Progress = func(done, planned int) {
+			bar.ChangeMax(planned)
+			_ = bar.Set(done)
+		}
+		defer bar.Finish()
 	}
 	rep, err := engine.Scan(ctx, eo, targets)
 	if err != nil {

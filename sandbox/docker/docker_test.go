@@ -38,3 +38,13 @@ func TestDoctorPosture(t *testing.T) {
 	// configured to: the probe is a non-root user with no capabilities.
 	conformance.Posture(t, newRuntime(t), "python3", false)
 }
+
+// TestMissingImageSaysHowToBuildIt: a missing image is one line that says
+// how to build it.
+func TestMissingImageSaysHowToBuildIt(t *testing.T) {
+	newRuntime(t) // the engine must answer, or this proves nothing
+	_, err := docker.New(context.Background(), "nondet-sandbox-probe:no-such-tag")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "build it with") {
+		t.Fatalf("got %v", err)
+	}
+}

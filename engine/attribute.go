@@ -44,8 +44,10 @@ type attribution struct {
 // conditions twice (a control: if those disagree, the process itself moves
 // the answer: a clock, an RNG, an address) and then once per condition that
 // differs between the witness's two runs, with that one condition taken from
-// the other run. A condition whose flip alone moves the witness rung's
-// answer is a cause. reprotest bisects greedily; this is exact, at one
+// the other run, and once under all of the other run's conditions (which
+// tells conditions acting together from state other functions left behind
+// when no single flip moves it). A condition whose flip alone moves the
+// witness rung's answer is a cause. reprotest bisects greedily; this is exact, at one
 // interpreter per condition, only when there is a finding.
 func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][][]string) {
 	groups := map[[2]int]*attribution{}
@@ -66,6 +68,11 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 			base.ID, base.Purpose = -1, "attribute:base"
 			ctrl.ID, ctrl.Purpose = -1, "attribute:control"
 			g.runs = append(g.runs, base, ctrl)
+			// The other run's conditions all at once, to tell conditions
+			// acting together from the calls before it.
+			all := other
+			all.ID, all.Purpose = -1, "attribute-all"
+			g.runs = append(g.runs, all)
 			for _, c := range conditions {
 				if c.same(base, other) {
 					continue
@@ -102,14 +109,18 @@ func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[in
 		case base.value != ctrl.value:
 			causes = []string{"process"}
 		default:
-			for slot := 2; slot < len(g.runs); slot++ {
+			for slot := 3; slot < len(g.runs); slot++ {
 				if o := outs[slot]; canonical(o) && o.value != base.value {
 					causes = append(causes, strings.TrimPrefix(g.runs[slot].Purpose, "attribute:"))
 				}
 			}
 			if len(causes) == 0 {
 				causes = []string{"unattributed"}
-				f.Reason += "; no single condition moved it alone: several did together, or calls before it did"
+				if all := outs[2]; canonical(all) && all.value != base.value {
+					f.Reason += "; no single condition moved it alone, the other run's conditions together did"
+				} else {
+					f.Reason += "; called alone it did not move under either run's conditions: what other functions called before it in the same interpreter left behind moved it"
+				}
 			}
 		}
 		f.Causes = mergeCauses(causes, f.Causes)

@@ -80,6 +80,16 @@ func (w *watchdog) arm(d time.Duration) {
 	})
 }
 
+// kill ends the job now.
+func (w *watchdog) kill() {
+	w.mu.Lock()
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
 func (w *watchdog) disarm() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

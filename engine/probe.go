@@ -209,29 +209,54 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			s.shardFailed(sh, res, err.Error())
 			return
 		}
+		// The handler is a strict state machine over what the worker can
+		// say next: a start for exactly the next planned call, then its
+		// result. The scanned code shares the worker's process and can
+		// write to the channel; a record from the past (the real worker
+		// reporting a call the channel already "finished") gives a forger
+		// away, and everything recorded since that call is dropped.
 		current, curMod, last, done := -1, -1, plan.Start-1, false
+		failedMods := map[int]bool{}
+		var recorded []int // call indices answered in this attempt
+		forged := -1       // the call during which forged records began
+		noted := map[int]bool{}
 		wd := &watchdog{}
+		modOfCall := func(i int) int { return plan.Functions[plan.Calls[i][0]].Module }
+		next := func() int {
+			for i := last + 1; i < len(plan.Calls); i++ {
+				if !skip[plan.Calls[i][0]] && !failedMods[modOfCall(i)] {
+					return i
+				}
+			}
+			return len(plan.Calls)
+		}
+		anomaly := func(rec record, why string) {
+			if rec.I != nil && *rec.I >= plan.Start && *rec.I <= last && forged < 0 {
+				forged = *rec.I
+				wd.kill()
+				return
+			}
+			if current >= 0 && !noted[current] {
+				noted[current] = true
+				p := sh.Probes[plan.Calls[current][0]]
+				res.event(p.Index, Event{Kind: "tampered", Run: run, Rung: plan.Calls[current][1], Detail: why})
+			}
+		}
 		handle := func(line []byte) {
 			var rec record
 			if json.Unmarshal(line, &rec) != nil || rec.N != plan.Nonce {
-				if current >= 0 {
-					p := sh.Probes[plan.Calls[current][0]]
-					res.event(p.Index, Event{Kind: "tampered", Run: run, Rung: plan.Calls[current][1], Detail: "wrote to the record channel"})
-				}
+				anomaly(record{}, "wrote to the record channel")
 				return
 			}
-			switch rec.K {
-			case "s":
-				if rec.I == nil || *rec.I <= last || *rec.I >= len(plan.Calls) {
-					return
-				}
+			if forged >= 0 {
+				return
+			}
+			idle := current < 0 && curMod < 0
+			switch {
+			case rec.K == "s" && idle && rec.I != nil && *rec.I == next():
 				current = *rec.I
 				wd.arm(s.opts.CallTimeout)
-			case "r":
-				if rec.I == nil || *rec.I != current {
-					return
-				}
-				wd.disarm()
+			case rec.K == "r" && rec.I != nil && *rec.I == current:
 				fi, ri := plan.Calls[current][0], plan.Calls[current][1]
 				o := outcome{kind: answered, value: rec.V, free: rec.O, breaker: rec.B, value2: rec.V2}
 				switch {
@@ -241,44 +266,64 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 					o.kind = raisedK
 				}
 				set(fi, ri, o)
+				recorded = append(recorded, current)
 				if rec.Th > 0 {
 					res.event(sh.Probes[fi].Index, Event{Kind: "thread", Run: run, Rung: ri,
 						Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Th)})
 				}
 				last, current = current, -1
-			case "is":
-				if rec.M != nil {
-					curMod = *rec.M
-					wd.arm(importTimeout)
-				}
-			case "id", "if":
-				wd.disarm()
-				if rec.K == "if" && rec.M != nil && *rec.M < len(modOf) {
+				wd.arm(s.opts.CallTimeout) // until the next start: nothing runs unwatched
+			case rec.K == "is" && idle && rec.M != nil && next() < len(plan.Calls) && *rec.M == modOfCall(next()):
+				curMod = *rec.M
+				wd.arm(importTimeout)
+			case (rec.K == "id" || rec.K == "if") && rec.M != nil && *rec.M == curMod:
+				if rec.K == "if" {
+					failedMods[curMod] = true
 					res.mu.Lock()
-					if _, ok := res.importErr[modOf[*rec.M]]; !ok {
-						res.importErr[modOf[*rec.M]] = rec.Err
+					if _, ok := res.importErr[modOf[curMod]]; !ok {
+						res.importErr[modOf[curMod]] = rec.Err
 					}
 					res.mu.Unlock()
 				}
 				curMod = -1
-			case "nc":
-				if rec.I != nil && *rec.I < len(plan.Calls) && *rec.I > last {
-					fi := plan.Calls[*rec.I][0]
-					res.mu.Lock()
-					res.notCall[sh.Probes[fi].Index] = rec.Why
-					res.mu.Unlock()
-					skip[fi] = true
-				}
-			case "done":
+				wd.arm(s.opts.CallTimeout)
+			case rec.K == "nc" && rec.I != nil && *rec.I == current:
+				fi := plan.Calls[current][0]
+				res.mu.Lock()
+				res.notCall[sh.Probes[fi].Index] = rec.Why
+				res.mu.Unlock()
+				skip[fi] = true
+				last, current = current, -1
+				wd.arm(s.opts.CallTimeout)
+			case rec.K == "done" && idle && next() == len(plan.Calls):
 				done = true
+				wd.arm(5 * time.Second) // it only has to exit
+			default:
+				anomaly(rec, "wrote a record out of turn")
 			}
 		}
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, 0, handle, wd)
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, importTimeout, handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.shardFailed(sh, res, err.Error())
 			}
 			return
+		}
+		if forged >= 0 {
+			// Drop what was recorded from the forger's call on, name it,
+			// and resume after it in a fresh interpreter.
+			for _, i := range recorded {
+				if i >= forged {
+					set(plan.Calls[i][0], plan.Calls[i][1], outcome{})
+				}
+			}
+			fi, ri := plan.Calls[forged][0], plan.Calls[forged][1]
+			detail := "forged records on the channel; its results and those after it in this run were dropped and re-run"
+			set(fi, ri, outcome{kind: crashed, detail: detail})
+			res.event(sh.Probes[fi].Index, Event{Kind: "tampered", Run: run, Rung: ri, Detail: detail})
+			skip[fi] = true
+			plan.Start = forged + 1
+			continue
 		}
 		if done {
 			return

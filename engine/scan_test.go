@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
@@ -254,5 +255,46 @@ func TestTargets(t *testing.T) {
 	_, err = engine.Scan(context.Background(), engine.Options{Runtime: host.New(), Python: testenv.Python(t)}, []engine.Target{tg})
 	if err == nil || !strings.Contains(err.Error(), `no module-level function "missing"`) || !strings.Contains(err.Error(), "good") {
 		t.Errorf("want an error naming the missing function and the ones there are, got %v", err)
+	}
+}
+
+func TestForgedRecordsAreCaughtAndDropped(t *testing.T) {
+	rep := scan(t, func(o *engine.Options) { o.Unsafe = true; o.Runs = 2 }, "testdata/forge")
+	f := fn(t, rep, "forger.py::a_forger")
+	caught := false
+	for _, e := range f.Contained {
+		caught = caught || e.Kind == "tampered" && strings.Contains(e.Detail, "forged records")
+	}
+	if !caught {
+		t.Errorf("the forger was not named: %+v", f.Contained)
+	}
+	v := fn(t, rep, "forger.py::b_victim")
+	if v.Verdict != engine.VerdictDeterministic || v.Rungs.Answered != v.Rungs.Total {
+		t.Errorf("the victim's real answers did not survive: %s %+v %s", v.Verdict, v.Rungs, v.Reason)
+	}
+	var js strings.Builder
+	if err := engine.WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), "forged") && strings.Contains(js.String(), `V:\"forged\"`) {
+		t.Errorf("a forged answer reached the report")
+	}
+}
+
+func TestWorkerAndGateAgreeOnOpeners(t *testing.T) {
+	src, err := os.ReadFile("worker.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(src), "OPENERS = {")
+	j := strings.Index(string(src)[i:], "}")
+	for _, name := range strings.Split(string(src)[i+len("OPENERS = {"):i+j], ",") {
+		name = strings.Trim(strings.TrimSpace(name), `"`)
+		if name == "" {
+			continue
+		}
+		if gate.Check(gate.Facts{Calls: []gate.Call{{Name: name, Mode: "w"}}}) == nil {
+			t.Errorf("the worker records %s's mode, but the gate does not refuse it for writing", name)
+		}
 	}
 }

@@ -276,13 +276,15 @@ def describe_module(path, rel):
         with open(path, "rb") as fh:
             src = fh.read()
         tree = compile(src, rel, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, UnicodeDecodeError) as e:
-        rec["status"] = "unparseable"
-        rec["error"] = "%s: %s" % (type(e).__name__, _one_line(e))
-        return rec
     except OSError as e:
         rec["status"] = "unreadable"
         rec["error"] = "%s: %s" % (type(e).__name__, e.strerror or e)
+        if isinstance(e, PermissionError):
+            rec["error"] += " (the probe user reads the tree as others do: chmod -R o+rX, or --runtime host)"
+        return rec
+    except Exception as e:  # SyntaxError, bytes that are not UTF-8, an AST too deep
+        rec["status"] = "unparseable"
+        rec["error"] = "%s: %s" % (type(e).__name__, _one_line(e))
         return rec
     rec["status"] = "ok"
     aliases = {}
@@ -294,7 +296,14 @@ def describe_module(path, rel):
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             funcs.append(_describe_function(node, aliases, names))
-        elif not isinstance(node, (ast.Import, ast.ImportFrom, ast.ClassDef)):
+            # Decorators and default values run at import, not at call.
+            top_level.extend(node.decorator_list)
+            top_level.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
+        elif isinstance(node, ast.ClassDef):
+            # A class body runs at import; its methods' bodies do not.
+            top_level.extend(node.decorator_list + node.bases + node.keywords)
+            top_level.extend(n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        elif not isinstance(node, (ast.Import, ast.ImportFrom)):
             top_level.append(node)
     rec["functions"] = funcs
     rec["module_facts"] = _facts(top_level, aliases, names)
@@ -382,7 +391,9 @@ def _facts(body, aliases, names):
     return {"calls": calls, "set_iters": sorted(set(set_iters))}
 
 
-OPENERS = {"open", "io.open", "codecs.open", "os.fdopen", ".open", "gzip.open",
+# Kept equal to gate.go's openers (a test checks): an opener whose mode is
+# not recorded would pass the gate.
+OPENERS = {"open", "builtins.open", "io.open", "codecs.open", "os.fdopen", ".open", "gzip.open",
            "bz2.open", "lzma.open", "tarfile.open", "pathlib.Path.open"}
 
 
@@ -441,13 +452,19 @@ def probe(plan):
         mod = loaded[mi]
         if isinstance(mod, str):
             continue
-        target = getattr(mod, fn["name"], None)
-        if not callable(target):
+        # The start goes first: looking the name up can run scanned code
+        # (a module __getattr__), and that must be under the call's limit.
+        ch.send({"k": "s", "i": idx})
+        try:
+            target = getattr(mod, fn["name"], None)
+        except BaseException as e:
+            target = e
+        if not callable(target) or isinstance(target, BaseException):
             ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
             skip.add(fi)
+            state.restore()
             continue
         base = RUNGS[fn["arity"]][ri]
-        ch.send({"k": "s", "i": idx})
         before = set(threading.enumerate())
         rec = {"k": "r", "i": idx}
         v, free, why = call(target, copy.deepcopy(base))
@@ -485,6 +502,8 @@ def call(target, args):
         return None, None, "nested too deeply to canonicalise"
     except MemoryError:
         return None, None, "too large to canonicalise"
+    except BaseException as e:  # a __repr__ that raises is the value's, not the worker's
+        return None, None, "its repr raised %s" % _typename(type(e))
 
 
 def in_process_breakers(target, base, first, reset=lambda: None, order_free=()):

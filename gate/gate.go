@@ -59,6 +59,8 @@ var worldChanging = []string{
 	"pathlib.Path.write", "pathlib.Path.touch", "pathlib.Path.mkdir",
 	"pathlib.Path.unlink", "pathlib.Path.rmdir", "pathlib.Path.rename",
 	"builtins.exec", "builtins.eval", "exec", "eval", "__import__", "importlib.import_module",
+	"io.FileIO", "os.fchmod", "os.fchown", "os.lchflags", "os.chflags", "os.setpgid", "os.setpgrp",
+	"signal.pidfd_send_signal", "_posixsubprocess.", "_socket.", "posix.", "nt.",
 }
 
 // writingMethods are method names that write or delete whatever their
@@ -74,7 +76,7 @@ var writingMethods = map[string]bool{
 // openers open a file in the mode of their second argument or mode=;
 // ".open" is Path(...).open and the like.
 var openers = map[string]bool{
-	"open": true, "io.open": true, "codecs.open": true, "os.fdopen": true, ".open": true,
+	"open": true, "io.open": true, "codecs.open": true, "os.fdopen": true, ".open": true, "builtins.open": true,
 	"gzip.open": true, "bz2.open": true, "lzma.open": true, "tarfile.open": true,
 	"pathlib.Path.open": true,
 }

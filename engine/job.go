@@ -164,6 +164,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 		Env:     s.env(rc),
 		Dir:     rc.Cwd,
 		Binds:   s.binds,
+		Masks:   s.masks,
 		Records: w,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
@@ -195,7 +196,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		return out, fmt.Errorf("%w: %s: %v", ErrRuntime, s.opts.Runtime.Name(), err)
+		return out, Unavailable(fmt.Errorf("the %s runtime could not run a probe: %v", s.opts.Runtime.Name(), err))
 	}
 	if exit != nil && s.opts.Measure {
 		s.peakMu.Lock()

@@ -40,6 +40,7 @@ type scan struct {
 	tasksDone, tasksPlanned atomic.Int64
 	peakMu                  sync.Mutex
 	workers                 []Worker // measurements, when asked for
+	masks                   []sandbox.Mask
 	orderFree               map[string][]int
 	files                   []sourceFile
 }
@@ -241,10 +242,15 @@ func (s *scan) layout(files []sourceFile, interp *interpreter) {
 		}
 		outer = append(outer, r)
 	}
+	home, _ := os.UserHomeDir()
 	for i, r := range outer {
 		target := r
 		if isolated {
 			target = fmt.Sprintf("/scan/%d", i)
+			s.masks = append(s.masks, hiddenEntries(r, target)...)
+			if s.opts.Notes != nil && (r == home || r == "/root" || filepath.Dir(r) == "/home") {
+				fmt.Fprintf(s.opts.Notes, "nondet-sandbox: note: the import root %s is a home directory; it is mounted read-only, its hidden entries masked\n", r)
+			}
 		}
 		s.binds = append(s.binds, sandbox.Bind{Source: r, Target: target})
 	}
@@ -290,6 +296,25 @@ func tempDir(dir string) string {
 		return os.TempDir()
 	}
 	return dir
+}
+
+// hiddenEntries are the masks for the hidden entries at the top of a bound
+// tree: where secrets live in a home directory, and nothing a scan needs
+// (discovery skips hidden directories).
+func hiddenEntries(source, target string) []sandbox.Mask {
+	entries, _ := os.ReadDir(source)
+	var out []sandbox.Mask
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		info, err := os.Stat(filepath.Join(source, e.Name()))
+		if err != nil || !(info.IsDir() || info.Mode().IsRegular()) {
+			continue
+		}
+		out = append(out, sandbox.Mask{Target: target + "/" + e.Name(), Dir: info.IsDir()})
+	}
+	return out
 }
 
 func within(path, dir string) bool {

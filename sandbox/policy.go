@@ -47,8 +47,10 @@ var topLevelLibDirs = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // varied uid also varies what getpass.getuser() and pwd report.
 func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
 
-// ProbeUIDs are the uids a run may take.
-var ProbeUIDs = []int{1000, 1001, 1002}
+// ProbeUIDs are the uids a run may take: far from any real user's, so that
+// where there is no user namespace (Docker by default) a probe owns nothing
+// of the host's and reads only what anyone may.
+var ProbeUIDs = []int{61000, 61001, 61002}
 
 // PrepareRootfs makes the read-only root's skeleton: mountpoints for the
 // system, for every bind target and HOME in mountpoints, the merged-/usr
@@ -190,6 +192,14 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Target < binds[j].Target })
 	for _, b := range binds {
 		mounts = append(mounts, roBind(b.Source, b.Target))
+	}
+	for _, m := range job.Masks {
+		if m.Dir {
+			mounts = append(mounts, specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=555"}})
+		} else {
+			mounts = append(mounts, roBind("/dev/null", m.Target))
+		}
 	}
 	size := "size=" + strconv.FormatInt(tmpfsSize, 10)
 	mounts = append(mounts,

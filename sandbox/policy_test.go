@@ -156,7 +156,7 @@ func TestPrepareRootfs(t *testing.T) {
 		}
 	}
 	passwd, err := os.ReadFile(filepath.Join(dir, "etc", "passwd"))
-	if err != nil || !strings.Contains(string(passwd), "probe1001:x:1001:1001") {
+	if err != nil || !strings.Contains(string(passwd), "probe61001:x:61001:61001") {
 		t.Errorf("passwd: %s %v", passwd, err)
 	}
 	if fi, err := os.Lstat("/bin"); err == nil && fi.Mode()&os.ModeSymlink != 0 {

@@ -50,6 +50,15 @@ type Bind struct {
 	Target string
 }
 
+// Mask hides a path inside a bind: an empty read-only directory over a
+// directory, /dev/null over a file. The engine masks the hidden entries at
+// the top of every scanned tree it binds (a home directory's .ssh, .aws,
+// .config), which discovery skips anyway.
+type Mask struct {
+	Target string
+	Dir    bool
+}
+
 // Job is one interpreter: argv, environment and conditions are decided by
 // the engine; the runtime only applies them.
 type Job struct {
@@ -60,6 +69,7 @@ type Job struct {
 	Env     []string
 	Dir     string
 	Binds   []Bind
+	Masks   []Mask
 	Records *os.File // the write end of the record channel, fd 3 inside
 	Stdout  io.Writer
 	Stderr  io.Writer

@@ -53,7 +53,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
-	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with `nondet-sandbox image build`)")
+	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with `make image`)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
 	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")

@@ -88,6 +88,10 @@ func Run(t *testing.T, env Env) {
 		t.Fatal(err)
 	}
 	defer os.Remove(secretPath)
+	hidden := "hidden-" + randHex(12)
+	if err := os.WriteFile(filepath.Join(dir, ".hidden-secret"), []byte(hidden), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	token := "token-" + randHex(12)
 	t.Setenv("NONDET_SANDBOX_TEST_TOKEN", token)
 
@@ -163,7 +167,7 @@ func Run(t *testing.T, env Env) {
 		}
 	})
 	t.Run("no secret in any output", func(t *testing.T) {
-		for name, s := range map[string]string{"secret file": secret, "token": token, "home": home + "/"} {
+		for name, s := range map[string]string{"secret file": secret, "token": token, "home": home + "/", "hidden file in the tree": hidden} {
 			if strings.Contains(outputs, s) {
 				t.Errorf("the %s appears in the output", name)
 			}
@@ -326,7 +330,7 @@ func Posture(t *testing.T, rt sandbox.Runtime, python string, userNS bool) {
 	if userNS && (p.UIDMap == "0 0 4294967295" || !strings.HasPrefix(p.UIDMap, "0 100000 ")) {
 		t.Errorf("uid map %q: no user namespace", p.UIDMap)
 	}
-	if p.UID != 1000 || p.Pid == 1 || p.Hostname != "probe-a" {
+	if p.UID != sandbox.ProbeUIDs[0] || p.Pid == 1 || p.Hostname != "probe-a" {
 		t.Errorf("uid %d pid %d hostname %q", p.UID, p.Pid, p.Hostname)
 	}
 	if p.Rlimits["RLIMIT_NOFILE"] != 1024 || d.Limits.MemoryBytes != 256<<20 || d.Limits.Pids != 64 {

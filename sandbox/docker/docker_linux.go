@@ -64,7 +64,7 @@ func New(ctx context.Context, image string) (*Runtime, error) {
 	if _, err := cli.ImageInspect(pctx, image); err != nil {
 		cli.Close()
 		if client.IsErrNotFound(err) {
-			return nil, fmt.Errorf("the probe image %s is not there: build it with `nondet-sandbox image build` (offline: images/build-offline.sh), or pass --image", image)
+			return nil, fmt.Errorf("the probe image %s is not there: build it with `make image` (images/build-offline.sh, no registry needed), or pass --image", image)
 		}
 		return nil, fmt.Errorf("docker: inspecting image %s: %v", image, firstLine(err.Error()))
 	}
@@ -131,6 +131,14 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	for _, b := range job.Binds {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: true})
+	}
+	for _, m := range job.Masks {
+		if m.Dir {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target, ReadOnly: true,
+				TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o555}})
+		} else {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: "/dev/null", Target: m.Target, ReadOnly: true})
+		}
 	}
 	size := strconv.FormatInt(tmpfsSize, 10)
 	pids := job.Limits.Pids

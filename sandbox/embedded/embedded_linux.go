@@ -111,7 +111,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: job.ID, NoNewKeyring: true, Spec: spec})
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: job.ID, Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("container config: %w", err)
 	}

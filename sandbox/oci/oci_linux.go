@@ -111,7 +111,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		return nil, err
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(r.binary, "--root", cs.StateDir, "run", "--bundle", bundle, "--preserve-fds", "1", "--no-new-keyring", job.ID)
+	cmd := exec.Command(r.binary, "--root", cs.StateDir, "run", "--bundle", bundle, "--preserve-fds", "1", job.ID)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = io.MultiWriter(job.Stderr, &limited{w: &stderr, n: 4096})
 	cmd.ExtraFiles = []*os.File{job.Records}

@@ -253,8 +253,9 @@ type shard struct {
 }
 
 // planShards packs modules into at most 2*jobs shards balanced by function
-// count, keeping whole modules together and never putting two modules
-// whose top-level names collide into one interpreter.
+// count, keeping whole modules together and never putting modules of two
+// import roots into one interpreter: each root goes first on sys.path, and a
+// sibling import of one root's module would find the other root's.
 func planShards(probes []*probe, jobs int) []*shard {
 	byModule := map[int][]*probe{}
 	var order []int
@@ -269,18 +270,17 @@ func planShards(probes []*probe, jobs int) []*shard {
 	}
 	n := min(len(order), 2*jobs)
 	shards := make([]*shard, n)
-	tops := make([]map[string]string, n)
+	roots := make([]string, n)
 	for i := range shards {
 		shards[i] = &shard{ID: i}
-		tops[i] = map[string]string{}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return len(byModule[order[a]]) > len(byModule[order[b]]) })
 	for _, m := range order {
 		ps := byModule[m]
-		top := strings.Split(ps[0].File.Name, ".")[0]
+		root := ps[0].File.Root
 		best := -1
 		for i, sh := range shards {
-			if root, taken := tops[i][top]; taken && root != ps[0].File.Root {
+			if len(sh.Probes) > 0 && roots[i] != root {
 				continue
 			}
 			if best < 0 || len(sh.Probes) < len(shards[best].Probes) {
@@ -289,10 +289,10 @@ func planShards(probes []*probe, jobs int) []*shard {
 		}
 		if best < 0 {
 			shards = append(shards, &shard{ID: len(shards)})
-			tops = append(tops, map[string]string{})
+			roots = append(roots, root)
 			best = len(shards) - 1
 		}
-		tops[best][top] = ps[0].File.Root
+		roots[best] = root
 		shards[best].Probes = append(shards[best].Probes, ps...)
 	}
 	var out []*shard

@@ -57,6 +57,43 @@ type sourceFile struct {
 	Root string // the directory that goes on sys.path
 	Name string // dotted module name under Root
 	Func string // only this function, when the target named one
+	base string // the target folder Rel is relative to
+}
+
+// disambiguate keeps ids unique when two targets hold files with the same
+// relative path (run a/ b/, both with util.py): those are named from the
+// folders' common parent instead.
+func disambiguate(files []sourceFile) {
+	paths := map[string]map[string]bool{}
+	for _, f := range files {
+		if paths[f.Rel] == nil {
+			paths[f.Rel] = map[string]bool{}
+		}
+		paths[f.Rel][f.Path] = true
+	}
+	for i, f := range files {
+		if len(paths[f.Rel]) < 2 {
+			continue
+		}
+		var bases []string
+		for p := range paths[f.Rel] {
+			bases = append(bases, strings.TrimSuffix(p, "/"+f.Rel))
+		}
+		common := commonDir(bases)
+		if rel, err := filepath.Rel(common, f.Path); err == nil {
+			files[i].Rel = filepath.ToSlash(rel)
+		}
+	}
+}
+
+func commonDir(dirs []string) string {
+	common := dirs[0]
+	for _, d := range dirs[1:] {
+		for !within(d, common) {
+			common = filepath.Dir(common)
+		}
+	}
+	return common
 }
 
 // findSources walks the targets. Symlinked directories (and so symlink
@@ -72,7 +109,7 @@ func findSources(targets []Target) ([]sourceFile, error) {
 		seen[path+"::"+t.Func] = true
 		rel, _ := filepath.Rel(t.Base, path)
 		root, name := moduleName(path)
-		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func})
+		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func, base: t.Base})
 	}
 	for _, t := range targets {
 		st, err := os.Stat(t.Path)
@@ -115,6 +152,7 @@ func findSources(targets []Target) ([]sourceFile, error) {
 			return nil, fmt.Errorf("walk %s: %w", t.Arg, err)
 		}
 	}
+	disambiguate(out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out, nil
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
-// DefaultImage is what `nondet-sandbox image build` makes.
+// DefaultImage is what `make image` builds.
 const DefaultImage = "nondet-sandbox-probe:latest"
 
 // ScanLabel labels every container with its scan's id.

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestShardsNeverMixImportRoots(t *testing.T) {
+	var probes []*probe
+	files := []*sourceFile{
+		{Root: "/a", Name: "utils"}, {Root: "/a", Name: "main"},
+		{Root: "/b", Name: "utils"}, {Root: "/b", Name: "other"},
+		{Root: "/c", Name: "solo"},
+	}
+	for m, f := range files {
+		for k := 0; k < 3; k++ {
+			probes = append(probes, &probe{Index: len(probes), File: f, Module: m})
+		}
+	}
+	shards := planShards(probes, 1) // at most 2 shards wanted, 3 roots: one more is made
+	seen := 0
+	for _, sh := range shards {
+		root := sh.Probes[0].File.Root
+		for _, p := range sh.Probes {
+			if p.File.Root != root {
+				t.Fatalf("shard %d mixes %s and %s", sh.ID, root, p.File.Root)
+			}
+			seen++
+		}
+	}
+	if seen != len(probes) || len(shards) < 3 {
+		t.Fatalf("%d probes in %d shards", seen, len(shards))
+	}
+	one := planShards(probes[:6], 2) // one root, two modules: split for parallelism
+	if len(one) != 2 {
+		t.Fatalf("one root's two modules: %d shards", len(one))
+	}
+}
+
+func TestSameRelativePathUnderTwoTargets(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "util.py"), []byte("def f():\n    return 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ta, _ := ParseTarget(filepath.Join(dir, "a"))
+	tb, _ := ParseTarget(filepath.Join(dir, "b"))
+	files, err := findSources([]Target{ta, tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].Rel != "a/util.py" || files[1].Rel != "b/util.py" {
+		t.Fatalf("ids collide: %+v", files)
+	}
+}

@@ -100,10 +100,17 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 	case c.Excluded == n:
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no answer had a canonical form (%d of %d rungs)", n, n)
-	case c.TimedOut == n:
+	case contained > 0 && c.Raised == 0 && c.Excluded == 0:
+		what := "timed out"
+		switch {
+		case c.Crashed > 0 && c.TimedOut > 0:
+			what = "timed out or killed its interpreter"
+		case c.Crashed > 0:
+			what = "killed its interpreter"
+		}
+		f.Reason = fmt.Sprintf("every call it made %s and had to be contained; the rest of its rungs were skipped (%d of %d rungs reached)", what, contained, n)
 		f.Verdict = VerdictLook
-		f.Reason = fmt.Sprintf("every call ran past the time limit (%d of %d rungs)", n, n)
-	case contained == n || contained > 0 && c.Raised+c.Excluded+contained == n:
+	case contained > 0:
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form, %d timed out, %d killed the interpreter (of %d rungs)",
 			c.Raised, c.Excluded, c.TimedOut, c.Crashed, n)

@@ -114,10 +114,41 @@ type printer struct {
 	err error
 }
 
+// f prints with every string argument made safe for a terminal: names,
+// values and messages come from the scanned code, and an escape sequence
+// in one must not reach the reader's terminal.
 func (p *printer) f(format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = safe(s)
+		}
+	}
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format, args...)
 	}
+}
+
+// safe writes control characters as escapes.
+func safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (p *printer) contained(f *Function) {

@@ -16,20 +16,23 @@ import (
 type interpreter struct {
 	Executable string   `json:"executable"` // the real binary, not a shim
 	Dirs       []string `json:"dirs"`       // prefix, stdlib, site-packages
+	Venv       bool     `json:"venv"`
 }
 
 // probeInterpreter asks the interpreter itself (isolated, without site)
 // where it lives. A version manager's shim such as pyenv's resolves to the
 // real binary here, so the sandbox can mount just that installation.
 func probeInterpreter(ctx context.Context, python string) (*interpreter, error) {
+	// Without -S: site is what makes a virtual environment's prefix and
+	// site-packages the interpreter's.
 	const script = `import json, sys, sysconfig, site
 paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
 paths += [v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib")]
 paths += site.getsitepackages()
-print(json.dumps({"executable": sys.executable, "dirs": paths}))`
+print(json.dumps({"executable": sys.executable, "dirs": paths, "venv": sys.prefix != sys.base_prefix}))`
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", script)
+	cmd := exec.CommandContext(ctx, python, "-I", "-c", script)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	if home := os.Getenv("HOME"); home != "" {
 		cmd.Env = append(cmd.Env, "HOME="+home) // version-manager shims find their root through it
@@ -45,7 +48,10 @@ print(json.dumps({"executable": sys.executable, "dirs": paths}))`
 	if err := json.Unmarshal(out, &in); err != nil || in.Executable == "" {
 		return nil, &usageError{fmt.Sprintf("python interpreter %q did not say where it lives; pass --python with a path to python3", python)}
 	}
-	if real, err := filepath.EvalSymlinks(in.Executable); err == nil {
+	// A virtual environment is found from where its interpreter is
+	// started: keep that path (its link's target is mounted with the base
+	// prefix). Anything else runs as the real binary, not a shim.
+	if real, err := filepath.EvalSymlinks(in.Executable); err == nil && !in.Venv {
 		in.Executable = real
 	}
 	return &in, nil

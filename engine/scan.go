@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
@@ -270,7 +271,7 @@ func (s *scan) sweep(ctx context.Context) {
 	dirs, _ := filepath.Glob(filepath.Join(tempDir(s.opts.TempDir), scanlock.Prefix+"*"))
 	for _, d := range dirs {
 		id := scanlock.ScanID(filepath.Base(d))
-		if id == "" || id == s.id || scanlock.Alive(id) || strings.Contains(filepath.Base(d), "-locks-") {
+		if id == "" || id == s.id || scanlock.Alive(id) || !ownedByMe(d) {
 			continue
 		}
 		if os.RemoveAll(d) == nil {
@@ -289,6 +290,16 @@ func (s *scan) sweep(ctx context.Context) {
 	if len(removed) > 0 {
 		fmt.Fprintf(s.opts.Notes, "nondet-sandbox: removed what interrupted scans left behind: %s\n", strings.Join(removed, "; "))
 	}
+}
+
+// ownedByMe: a scan removes only its own user's directories.
+func ownedByMe(path string) bool {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Geteuid()
 }
 
 func tempDir(dir string) string {

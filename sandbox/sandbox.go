@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -123,3 +124,16 @@ func ContainerConditions() []Support {
 	}
 	return out
 }
+
+// SystemDirs are the host paths every probe needs, bound read-only at the
+// same place: the system's programs and libraries. Never /home or /root.
+var SystemDirs = []string{"/usr"}
+
+// ProbeUser names the probe users in the skeleton's /etc/passwd, so the
+// varied uid also varies what getpass.getuser() and pwd report.
+func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
+
+// ProbeUIDs are the uids a run may take: far from any real user's, so that
+// where there is no user namespace (Docker by default) a probe owns nothing
+// of the host's and reads only what anyone may.
+var ProbeUIDs = []int{61000, 61001, 61002}

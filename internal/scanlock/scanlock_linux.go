@@ -15,13 +15,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Dir is where the lock files live: /run/nondet-sandbox for root, a
-// per-user directory under the temporary directory otherwise.
+// Dir is where the lock files live: one directory for every user (sticky
+// and world-writable, like /tmp), because a scan must see every other live
+// scan before it sweeps: a Docker engine is shared between users.
 func Dir() string {
-	if os.Geteuid() == 0 {
-		return "/run/nondet-sandbox"
+	return filepath.Join(os.TempDir(), "nondet-sandbox-locks")
+}
+
+func ensureDir() (string, error) {
+	dir := Dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("nondet-sandbox-locks-%d", os.Geteuid()))
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	if st.Mode().Perm() != 0o777 || st.Mode()&os.ModeSticky == 0 {
+		_ = os.Chmod(dir, 0o777|os.ModeSticky) // only its owner can; others use it as it is
+	}
+	return dir, nil
 }
 
 // Lock is a held scan lock.
@@ -34,14 +47,16 @@ type Lock struct {
 // only once it is locked (it is locked under a temporary name, then
 // renamed), so no one ever sees the file of a live scan unlocked.
 func Acquire(id string) (*Lock, error) {
-	dir := Dir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := ensureDir()
+	if err != nil {
 		return nil, fmt.Errorf("scan lock: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".acquire-")
 	if err != nil {
 		return nil, fmt.Errorf("scan lock: %w", err)
 	}
+	// Readable by everyone: other users' scans test it before sweeping.
+	_ = f.Chmod(0o644)
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
 		f.Close()

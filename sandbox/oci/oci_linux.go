@@ -1,12 +1,10 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,10 +108,14 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return nil, err
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(r.binary, "--root", cs.StateDir, "run", "--bundle", bundle, "--preserve-fds", "1", job.ID)
+	// The runtime's own messages go to a log of their own: its stderr is
+	// the probe's too, and what the scanned code prints must never pass
+	// for the runtime failing.
+	logPath := filepath.Join(job.Scratch, "runtime.log")
+	cmd := exec.Command(r.binary, "--root", cs.StateDir, "--log", logPath, "--log-format", "json",
+		"run", "--bundle", bundle, "--preserve-fds", "1", job.ID)
 	cmd.Stdout = job.Stdout
-	cmd.Stderr = io.MultiWriter(job.Stderr, &limited{w: &stderr, n: 4096})
+	cmd.Stderr = job.Stderr
 	cmd.ExtraFiles = []*os.File{job.Records}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
@@ -147,8 +149,8 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 			exit.Signal = "SIGKILL"
 			break
 		}
-		if ctx.Err() == nil && isRuntimeFailure(stderr.String()) {
-			return nil, fmt.Errorf("%s could not run the container: %s", r.binary, explain(stderr.String()))
+		if msg := runtimeError(logPath); ctx.Err() == nil && msg != "" {
+			return nil, fmt.Errorf("%s could not run the container: %s", r.binary, explain(msg))
 		}
 		exit.Code, exit.Signal = sandbox.DecodeShimStatus(code)
 	default:
@@ -157,14 +159,22 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	return exit, nil
 }
 
-// isRuntimeFailure tells the runtime's own refusal from the probe's exit.
-func isRuntimeFailure(stderr string) bool {
-	for _, s := range []string{"level=error", "error:", "OCI runtime", "crun:", "runsc:"} {
-		if strings.Contains(stderr, s) {
-			return true
+// runtimeError is the first error the runtime logged, or "".
+func runtimeError(logPath string) string {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var entry struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && (entry.Level == "error" || entry.Level == "fatal") {
+			return entry.Msg
 		}
 	}
-	return false
+	return ""
 }
 
 // explain adds what to do to the errors users meet.
@@ -209,19 +219,4 @@ func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string,
 		}
 	}
 	return append(removed, cgroupscan.Sweep(alive)...), nil
-}
-
-// limited keeps the first n bytes written.
-type limited struct {
-	w io.Writer
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
 }

@@ -35,22 +35,9 @@ type Policy struct {
 	MemorySwap bool
 }
 
-// SystemDirs are the host paths every probe needs, bound read-only at the
-// same place: the system's programs and libraries. Never /home or /root.
-var SystemDirs = []string{"/usr"}
-
 // topLevelLibDirs are symlinks into /usr on a merged-/usr system and real
 // directories elsewhere.
 var topLevelLibDirs = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
-
-// ProbeUser names the probe users in the skeleton's /etc/passwd, so the
-// varied uid also varies what getpass.getuser() and pwd report.
-func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
-
-// ProbeUIDs are the uids a run may take: far from any real user's, so that
-// where there is no user namespace (Docker by default) a probe owns nothing
-// of the host's and reads only what anyone may.
-var ProbeUIDs = []int{61000, 61001, 61002}
 
 // PrepareRootfs makes the read-only root's skeleton: mountpoints for the
 // system, for every bind target and HOME in mountpoints, the merged-/usr
@@ -188,6 +175,15 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 			mounts = append(mounts, roBind("/"+d, "/"+d))
 		}
 	}
+	size := "size=" + strconv.FormatInt(tmpfsSize, 10)
+	// The tmpfs mounts go before the binds, so a bind under /tmp (an
+	// interpreter in a virtual environment there) lands on top of it.
+	mounts = append(mounts,
+		specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=1777", size}},
+		specs.Mount{Destination: home, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=700", size,
+			fmt.Sprintf("uid=%d", cond.UID), fmt.Sprintf("gid=%d", cond.GID)}},
+	)
+
 	binds := append([]Bind(nil), job.Binds...)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Target < binds[j].Target })
 	for _, b := range binds {
@@ -201,13 +197,6 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 			mounts = append(mounts, roBind("/dev/null", m.Target))
 		}
 	}
-	size := "size=" + strconv.FormatInt(tmpfsSize, 10)
-	mounts = append(mounts,
-		specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=1777", size}},
-		specs.Mount{Destination: home, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=700", size,
-			fmt.Sprintf("uid=%d", cond.UID), fmt.Sprintf("gid=%d", cond.GID)}},
-	)
-
 	ns := []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
 		{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.CgroupNamespace},

@@ -97,6 +97,7 @@ func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[in
 	res := s.runRuns(ctx, planShards(g.probes, s.opts.Jobs), g.runs, ladder)
 
 	for _, p := range g.probes {
+		res.importAnswers(p)
 		f := p.fn
 		w := f.Witness
 		outs := res.calls[p.Index][w.Rung]
@@ -105,7 +106,11 @@ func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[in
 		switch {
 		case !canonical(base) || !canonical(ctrl):
 			causes = []string{"unattributed"}
-			f.Reason += "; its cause could not be named: the witness rung gave no canonical answer in the attribution runs"
+			why := "the witness rung gave no canonical answer in the attribution runs"
+			if fails := res.shardError[p.Index]; len(fails) > 0 {
+				why = "the sandbox could not run them: " + firstOf(fails)
+			}
+			f.Reason += "; its cause could not be named: " + why
 		case base.value != ctrl.value:
 			causes = []string{"process"}
 		default:

@@ -5,40 +5,73 @@ import (
 	"strings"
 )
 
-// judgeAll turns outcomes into verdicts.
+// judgeAll turns outcomes into verdicts. A failure in some runs only (an
+// import that fails under one run's conditions, a sandbox that could not
+// start once) does not hide the other runs: an import that fails in one run
+// is an answer of that run, and a disagreement like any other.
 func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder map[int][][]string) {
 	for i := range rep.Modules {
 		// Modules are listed in files order, the same order probes use.
 		for _, p := range probes {
-			if rep.Modules[i].Path == p.File.Rel {
-				if msg, ok := res.importErr[p.Module]; ok {
-					rep.Modules[i].Status, rep.Modules[i].Error = "import-failed", msg
-				}
-				break
+			if rep.Modules[i].Path != p.File.Rel {
+				continue
 			}
+			if fails := res.importErr[p.Module]; len(fails) > 0 {
+				rep.Modules[i].Error = firstOf(fails)
+				if len(fails) >= s.runsOf(p) {
+					rep.Modules[i].Status = "import-failed"
+				} else {
+					rep.Modules[i].Error = fmt.Sprintf("import failed in %d of %d runs: %s", len(fails), s.runsOf(p), firstOf(fails))
+				}
+			}
+			break
 		}
 	}
 	for _, p := range probes {
 		f := p.fn
 		f.Contained = res.events[p.Index]
-		if why, ok := res.shardError[p.Index]; ok {
-			f.Verdict, f.Reason = VerdictNotProbed, "the sandbox could not run it: "+why
+		f.Runs = s.runsOf(p)
+		if fails := res.shardError[p.Index]; len(fails) >= f.Runs {
+			f.Verdict, f.Reason = VerdictNotProbed, "the sandbox could not run it: "+firstOf(fails)
+			continue
+		} else if len(fails) > 0 {
+			for run, why := range fails {
+				f.Contained = append(f.Contained, Event{Kind: "sandbox", Run: run, Detail: why})
+			}
+		}
+		if fails := res.importErr[p.Module]; len(fails) >= f.Runs {
+			f.Verdict, f.Reason = VerdictNotProbed, "import failed: "+firstOf(fails)
 			continue
 		}
-		if msg, ok := res.importErr[p.Module]; ok {
-			f.Verdict, f.Reason = VerdictNotProbed, "import failed: "+msg
-			continue
-		}
+		res.importAnswers(p)
 		if why, ok := res.notCall[p.Index]; ok {
 			f.Verdict, f.Reason = VerdictNotProbed, why
 			continue
 		}
-		f.Runs = len(s.runs)
-		if !p.smelly {
-			f.Runs = s.opts.Runs
-		}
 		judge(f, res.calls[p.Index], ladder[p.Arity])
 	}
+}
+
+// importAnswers makes a failed import the answer of every rung of the
+// module's functions in the runs where it failed.
+func (r *results) importAnswers(p *probe) {
+	for run, why := range r.importErr[p.Module] {
+		value := "E:" + strings.SplitN(why, ":", 2)[0] + " (on import)"
+		for _, rung := range r.calls[p.Index] {
+			if run < len(rung) {
+				rung[run] = outcome{kind: raisedK, value: value}
+			}
+		}
+	}
+}
+
+// runsOf is how many runs call a function: the main ones, and the extra
+// hash-seed runs when it smells.
+func (s *scan) runsOf(p *probe) int {
+	if p.smelly {
+		return len(s.runs)
+	}
+	return s.opts.Runs
 }
 
 // judge compares one function's canonical answers across runs. A witness

@@ -45,10 +45,10 @@ type Event struct {
 type results struct {
 	calls      map[int][][]outcome // probe -> rung -> run
 	mu         sync.Mutex
-	importErr  map[int]string // module -> first import failure
+	importErr  map[int]map[int]string // module -> run slot -> why its import failed
 	notCall    map[int]string // probe -> why it is not callable
 	events     map[int][]Event
-	shardError map[int]string // probe -> why its shard could not run
+	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
 }
 
 func (r *results) event(p int, e Event) {
@@ -58,8 +58,8 @@ func (r *results) event(p int, e Event) {
 }
 
 func newResults() *results {
-	return &results{calls: map[int][][]outcome{}, importErr: map[int]string{}, notCall: map[int]string{},
-		events: map[int][]Event{}, shardError: map[int]string{}}
+	return &results{calls: map[int][][]outcome{}, importErr: map[int]map[int]string{}, notCall: map[int]string{},
+		events: map[int][]Event{}, shardError: map[int]map[int]string{}}
 }
 
 // runAll runs every (shard, run) pair of the plan.
@@ -206,7 +206,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		slices.Sort(plan.Skip)
 		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d.json", sh.ID, rc.label(), run, attempt), plan)
 		if err != nil {
-			s.shardFailed(sh, res, err.Error())
+			s.shardFailed(sh, run, res, err.Error())
 			return
 		}
 		// The handler is a strict state machine over what the worker can
@@ -279,11 +279,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			case (rec.K == "id" || rec.K == "if") && rec.M != nil && *rec.M == curMod:
 				if rec.K == "if" {
 					failedMods[curMod] = true
-					res.mu.Lock()
-					if _, ok := res.importErr[modOf[curMod]]; !ok {
-						res.importErr[modOf[curMod]] = rec.Err
-					}
-					res.mu.Unlock()
+					res.failImport(modOf[curMod], run, rec.Err)
 				}
 				curMod = -1
 				wd.arm(s.opts.CallTimeout)
@@ -305,7 +301,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, importTimeout, handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.shardFailed(sh, res, err.Error())
+				s.shardFailed(sh, run, res, err.Error())
 			}
 			return
 		}
@@ -348,11 +344,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			if out.watchdog {
 				detail = fmt.Sprintf("import ran past %s", importTimeout)
 			}
-			res.mu.Lock()
-			if _, ok := res.importErr[modOf[curMod]]; !ok {
-				res.importErr[modOf[curMod]] = detail
-			}
-			res.mu.Unlock()
+			res.failImport(modOf[curMod], run, detail)
 			for fi, p := range sh.Probes {
 				if p.Module == modOf[curMod] {
 					skip[fi] = true
@@ -361,7 +353,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Start = last + 1
 		default:
 			if last+1 == plan.Start {
-				s.shardFailed(sh, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
+				s.shardFailed(sh, run, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
 				return
 			}
 			plan.Start = last + 1
@@ -376,12 +368,36 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 	}
 }
 
-func (s *scan) shardFailed(sh *shard, res *results, why string) {
+// shardFailed records that a shard could not run in one run: its
+// functions are judged on the runs that did.
+func (s *scan) shardFailed(sh *shard, run int, res *results, why string) {
 	res.mu.Lock()
 	defer res.mu.Unlock()
 	for _, p := range sh.Probes {
-		if _, ok := res.shardError[p.Index]; !ok {
-			res.shardError[p.Index] = why
+		if res.shardError[p.Index] == nil {
+			res.shardError[p.Index] = map[int]string{}
+		}
+		res.shardError[p.Index][run] = why
+	}
+}
+
+// failImport records that a module's import failed in one run.
+func (r *results) failImport(module, run int, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.importErr[module] == nil {
+		r.importErr[module] = map[int]string{}
+	}
+	r.importErr[module][run] = why
+}
+
+// firstOf is the failure of the lowest run.
+func firstOf(m map[int]string) string {
+	best := -1
+	for run := range m {
+		if best < 0 || run < best {
+			best = run
 		}
 	}
+	return m[best]
 }

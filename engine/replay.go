@@ -72,8 +72,8 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		return nil, f, fmt.Errorf("replay: %s could not be probed", f.ID)
 	}
 	p := probes[0]
-	if msg, ok := res.importErr[p.Module]; ok {
-		return nil, f, fmt.Errorf("replay: import failed: %s", msg)
+	if fails := res.importErr[p.Module]; len(fails) == len(runs) {
+		return nil, f, fmt.Errorf("replay: import failed: %s", firstOf(fails))
 	}
 	rungs := res.calls[p.Index]
 	if f.Witness.Rung >= len(rungs) {

@@ -298,3 +298,16 @@ func TestWorkerAndGateAgreeOnOpeners(t *testing.T) {
 		}
 	}
 }
+
+// TestImportThatFailsInOneRunIsAFinding: an import that fails under one
+// run's conditions only is an answer of that run, not a reason to give up.
+func TestImportThatFailsInOneRunIsAFinding(t *testing.T) {
+	rep := scan(t, nil, "testdata/flaky")
+	f := fn(t, rep, "flaky_import.py::value")
+	if f.Verdict != engine.VerdictNondeterministic || len(f.Causes) == 0 || f.Causes[0] != "timezone" {
+		t.Fatalf("%s %v %s", f.Verdict, f.Causes, f.Reason)
+	}
+	if m := module(t, rep, "flaky_import.py"); m.Status != "ok" || !strings.Contains(m.Error, "import failed in 1 of 3 runs") {
+		t.Errorf("module: %+v", m)
+	}
+}

@@ -46,7 +46,7 @@ type results struct {
 	calls      map[int][][]outcome // probe -> rung -> run
 	mu         sync.Mutex
 	importErr  map[int]map[int]string // module -> run slot -> why its import failed
-	notCall    map[int]string // probe -> why it is not callable
+	notCall    map[int]string         // probe -> why it is not callable
 	events     map[int][]Event
 	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
 }

@@ -94,3 +94,26 @@ func (s *Scan) Policy(job *sandbox.Job, userNS, seccomp bool) *sandbox.Policy {
 		CgroupsPath: cgroupscan.JobPath(s.ID, job.ID), MemorySwap: cgroupscan.MemorySwap(),
 	}
 }
+
+// Sweep removes what dead scans left under stateRoot: each container
+// through destroy (the runtime's own kill and delete), then the scan's state
+// directory, then every dead scan's cgroups. It says what it removed.
+func Sweep(stateRoot string, alive func(string) bool, destroy func(stateDir, container string)) []string {
+	var removed []string
+	scans, _ := os.ReadDir(stateRoot)
+	for _, s := range scans {
+		if !s.IsDir() || alive(s.Name()) {
+			continue
+		}
+		dir := filepath.Join(stateRoot, s.Name())
+		ctrs, _ := os.ReadDir(dir)
+		for _, c := range ctrs {
+			destroy(dir, c.Name())
+			removed = append(removed, "container "+c.Name())
+		}
+		if os.RemoveAll(dir) == nil {
+			removed = append(removed, "state directory "+dir)
+		}
+	}
+	return append(removed, cgroupscan.Sweep(alive)...)
+}

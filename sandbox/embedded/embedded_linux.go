@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -201,28 +200,13 @@ var rlimits = map[string]int{"RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_CORE":
 // Sweep destroys the containers, cgroups and state directories of scans
 // that no longer run.
 func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string, error) {
-	var removed []string
-	scans, _ := os.ReadDir(r.opts.StateRoot)
-	for _, s := range scans {
-		if !s.IsDir() || alive(s.Name()) {
-			continue
+	return containerscan.Sweep(r.opts.StateRoot, alive, func(dir, id string) {
+		if ctr, err := libcontainer.Load(dir, id); err == nil {
+			_ = ctr.Signal(unix.SIGKILL)
+			waitStopped(ctr)
+			_ = ctr.Destroy()
 		}
-		dir := filepath.Join(r.opts.StateRoot, s.Name())
-		ctrs, _ := os.ReadDir(dir)
-		for _, c := range ctrs {
-			if ctr, err := libcontainer.Load(dir, c.Name()); err == nil {
-				_ = ctr.Signal(unix.SIGKILL)
-				waitStopped(ctr)
-				_ = ctr.Destroy()
-			}
-			removed = append(removed, "container "+c.Name())
-		}
-		if err := os.RemoveAll(dir); err == nil {
-			removed = append(removed, "state directory "+dir)
-		}
-	}
-	removed = append(removed, cgroupscan.Sweep(alive)...)
-	return removed, nil
+	}), nil
 }
 
 func waitStopped(ctr *libcontainer.Container) {

@@ -199,24 +199,10 @@ func firstLine(b []byte) string {
 // Sweep kills and deletes the containers of dead scans, then their
 // cgroups and state directories.
 func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string, error) {
-	var removed []string
-	scans, _ := os.ReadDir(r.opts.StateRoot)
-	for _, s := range scans {
-		if !s.IsDir() || alive(s.Name()) {
-			continue
-		}
-		dir := filepath.Join(r.opts.StateRoot, s.Name())
-		ctrs, _ := os.ReadDir(dir)
-		for _, c := range ctrs {
-			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_ = exec.CommandContext(kctx, r.binary, "--root", dir, "kill", c.Name(), "KILL").Run()
-			_ = exec.CommandContext(kctx, r.binary, "--root", dir, "delete", "--force", c.Name()).Run()
-			cancel()
-			removed = append(removed, "container "+c.Name())
-		}
-		if os.RemoveAll(dir) == nil {
-			removed = append(removed, "state directory "+dir)
-		}
-	}
-	return append(removed, cgroupscan.Sweep(alive)...), nil
+	return containerscan.Sweep(r.opts.StateRoot, alive, func(dir, id string) {
+		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = exec.CommandContext(kctx, r.binary, "--root", dir, "kill", id, "KILL").Run()
+		_ = exec.CommandContext(kctx, r.binary, "--root", dir, "delete", "--force", id).Run()
+	}), nil
 }

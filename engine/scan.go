@@ -173,7 +173,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if !opts.Runtime.Isolated() {
 		s.python = python
 	}
-	s.scratch, err = os.MkdirTemp(opts.TempDir, scanlock.Prefix+s.id+"-")
+	s.scratch, err = os.MkdirTemp(s.tempDir(), scanlock.Prefix+s.id+"-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("scratch directory: %w", err)
 	}
@@ -268,7 +268,7 @@ func (s *scan) layout(files []sourceFile, interp *interpreter) {
 // and says so.
 func (s *scan) sweep(ctx context.Context) {
 	removed, err := s.opts.Runtime.Sweep(ctx, scanlock.Alive)
-	dirs, _ := filepath.Glob(filepath.Join(tempDir(s.opts.TempDir), scanlock.Prefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(s.tempDir(), scanlock.Prefix+"*"))
 	for _, d := range dirs {
 		id := scanlock.ScanID(filepath.Base(d))
 		if id == "" || id == s.id || scanlock.Alive(id) || !ownedByMe(d) {
@@ -302,11 +302,32 @@ func ownedByMe(path string) bool {
 	return ok && int(sys.Uid) == os.Geteuid()
 }
 
-func tempDir(dir string) string {
+// tempDir is where the scan's scratch directory goes. A container's user
+// must be able to reach the root skeleton inside it, so for the container
+// runtimes a temporary directory below a private one ($TMPDIR under a home
+// directory, a test's own) gives way to /tmp.
+func (s *scan) tempDir() string {
+	dir := s.opts.TempDir
 	if dir == "" {
-		return os.TempDir()
+		dir = os.TempDir()
+	}
+	if s.opts.Runtime.Isolated() && !reachable(dir) {
+		return "/tmp"
 	}
 	return dir
+}
+
+// reachable says whether every directory from / to dir lets others pass.
+func reachable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // hiddenEntries are the masks for the hidden entries at the top of a bound

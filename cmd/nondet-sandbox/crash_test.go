@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
@@ -22,10 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	reexec()
 	if os.Getenv("NONDET_SANDBOX_BE_MAIN") == "1" {
-		main()
-		return
+		os.Exit(run())
 	}
-	os.Exit(m.Run())
+	os.Exit(testscript.RunMain(m, map[string]func() int{"nondet-sandbox": run}))
 }
 
 func command(args ...string) *exec.Cmd {

@@ -32,10 +32,15 @@ func main() {
 	if reexec() {
 		return
 	}
+	os.Exit(run())
+}
+
+// run is the whole command, returning its exit status.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newRootCommand().ExecuteContext(ctx)
-	os.Exit(exitCode(ctx, err))
+	return exitCode(ctx, err)
 }
 
 func exitCode(ctx context.Context, err error) int {

@@ -85,17 +85,26 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 		}
 		g.probes = append(g.probes, p)
 	}
+	// Every group's runs share one pool, so no core idles at a group's end.
+	var tasks []task
+	results := map[[2]int]*results{}
 	for _, key := range keys {
-		if ctx.Err() != nil {
-			return
-		}
-		s.attributeGroup(ctx, groups[key], ladder)
+		g := groups[key]
+		shards := planShards(g.probes, s.opts.Jobs)
+		results[key] = s.newRunResults(shards, len(g.runs), ladder)
+		tasks = append(tasks, s.tasks(shards, g.runs, results[key])...)
+	}
+	s.runPool(ctx, tasks)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, key := range keys {
+		s.attributeGroup(groups[key], results[key])
 	}
 }
 
-func (s *scan) attributeGroup(ctx context.Context, g *attribution, ladder map[int][][]string) {
-	res := s.runRuns(ctx, planShards(g.probes, s.opts.Jobs), g.runs, ladder)
-
+// attributeGroup names the causes of one group's findings from its runs.
+func (s *scan) attributeGroup(g *attribution, res *results) {
 	for _, p := range g.probes {
 		res.importAnswers(p)
 		f := p.fn

@@ -49,6 +49,7 @@ type results struct {
 	notCall    map[int]string         // probe -> why it is not callable
 	events     map[int][]Event
 	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
+	ladder     map[int][][]string
 }
 
 func (r *results) event(p int, e Event) {
@@ -70,46 +71,71 @@ func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]s
 // runRuns runs every shard under every one of runs, up to Jobs
 // interpreters at once; each run's outcomes go to its slot in runs.
 func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunConditions, ladder map[int][][]string) *results {
+	res := s.newRunResults(shards, len(runs), ladder)
+	s.runPool(ctx, s.tasks(shards, runs, res))
+	return res
+}
+
+// newRunResults makes room for every probe of shards under n runs.
+func (s *scan) newRunResults(shards []*shard, n int, ladder map[int][][]string) *results {
 	res := newResults()
+	res.ladder = ladder
 	for _, sh := range shards {
 		for _, p := range sh.Probes {
 			rungs := make([][]outcome, len(ladder[p.Arity]))
 			for i := range rungs {
-				rungs[i] = make([]outcome, len(runs))
+				rungs[i] = make([]outcome, n)
 			}
 			res.calls[p.Index] = rungs
 		}
 	}
-	type task struct {
-		sh   *shard
-		slot int
+	return res
+}
+
+// task is one interpreter: a shard under one run, its outcomes going to
+// slot of res.
+type task struct {
+	sh   *shard
+	rc   RunConditions
+	slot int
+	res  *results
+}
+
+func (s *scan) tasks(shards []*shard, runs []RunConditions, res *results) []task {
+	var out []task
+	for _, sh := range shards {
+		for slot, rc := range runs {
+			out = append(out, task{sh, rc, slot, res})
+		}
 	}
-	s.tasksPlanned.Add(int64(len(shards) * len(runs)))
-	tasks := make(chan task)
+	return out
+}
+
+// runPool runs tasks, up to Jobs at once.
+func (s *scan) runPool(ctx context.Context, tasks []task) {
+	s.tasksPlanned.Add(int64(len(tasks)))
+	queue := make(chan task)
 	var wg sync.WaitGroup
 	for range s.opts.Jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := range tasks {
-				s.runShard(ctx, t.sh, runs[t.slot], t.slot, ladder, res)
+			for t := range queue {
+				s.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
 				if s.opts.Progress != nil {
 					s.opts.Progress(int(s.tasksDone.Add(1)), int(s.tasksPlanned.Load()))
 				}
 			}
 		}()
 	}
-	for _, sh := range shards {
-		for slot := range runs {
-			select {
-			case tasks <- task{sh, slot}:
-			case <-ctx.Done():
-			}
+	for _, t := range tasks {
+		select {
+		case queue <- t:
+		case <-ctx.Done():
 		}
 	}
-	close(tasks)
+	close(queue)
 	wg.Wait()
-	return res
 }
 
 type planModule struct {

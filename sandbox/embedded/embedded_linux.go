@@ -110,7 +110,7 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: job.ID, Spec: spec})
+	cfg, err := containerConfig(job.ID, spec)
 	if err != nil {
 		return nil, fmt.Errorf("container config: %w", err)
 	}
@@ -173,6 +173,26 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	exit.OOMKilled = cgroupscan.OOMKilled(cgroupPaths)
 	return exit, nil
+}
+
+// specconvMu serialises specconv: it writes the user namespace's root
+// uid into device entries shared between every config it makes.
+var specconvMu sync.Mutex
+
+// containerConfig converts a spec, giving the config devices of its own so
+// that concurrent containers never share them.
+func containerConfig(id string, spec *specs.Spec) (*configs.Config, error) {
+	specconvMu.Lock()
+	defer specconvMu.Unlock()
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec})
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range cfg.Devices {
+		own := *d
+		cfg.Devices[i] = &own
+	}
+	return cfg, nil
 }
 
 // process mirrors runc's own translation of a spec's process.

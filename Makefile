@@ -32,7 +32,7 @@ image: docker
 	@if docker info >/dev/null 2>&1; then images/build-offline.sh >/dev/null; fi
 
 test: deps image
-	$(GO) test -tags "$(TAGS)" -count=1 -p 1 -timeout 30m ./...
+	$(GO) test -race -tags "$(TAGS)" -count=1 -p 1 -timeout 45m ./...
 
 bench: build
 	$(BIN) bench --python $(PYTHON) --runtimes host,embedded,oci,docker fixtures/known.py

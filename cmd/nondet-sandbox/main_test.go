@@ -182,7 +182,7 @@ func TestExitStatus(t *testing.T) {
 	}
 	opts := runOptions{format: "yaml", runs: 3, jobs: 1, runtimeName: "host"}
 	err = runRun(ctx, opts, []string{"../../fixtures"}, &bytes.Buffer{}, &bytes.Buffer{})
-	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text or json") {
+	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text, json or sarif") {
 		t.Errorf("bad --format: exit %d, %v", code, err)
 	}
 	opts.format = "text"

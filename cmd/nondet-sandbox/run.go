@@ -45,7 +45,7 @@ type runOptions struct {
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.format, "format", "text", "report format: text or json")
+	fs.StringVar(&o.format, "format", "text", "report format: text, json, or sarif (for code scanning in CI)")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", 3, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
@@ -119,8 +119,8 @@ func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
 func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }
 
 func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr io.Writer) error {
-	if opts.format != "text" && opts.format != "json" {
-		return usageErrorf("--format %q: choose text or json", opts.format)
+	if opts.format != "text" && opts.format != "json" && opts.format != "sarif" {
+		return usageErrorf("--format %q: choose text, json or sarif", opts.format)
 	}
 	if opts.runs < 2 {
 		return usageErrorf("--runs %d: at least 2 runs are needed to compare answers", opts.runs)
@@ -170,9 +170,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		defer f.Close()
 		out = f
 	}
-	if opts.format == "json" {
+	switch opts.format {
+	case "json":
 		err = engine.WriteJSON(out, rep)
-	} else {
+	case "sarif":
+		err = engine.WriteSARIF(out, rep)
+	default:
 		err = engine.WriteText(out, rep)
 	}
 	if err != nil {

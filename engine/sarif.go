@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/owenrumney/go-sarif/v2/sarif"
+)
+
+// WriteSARIF writes the findings and looks as SARIF 2.1.0, for code
+// scanning in CI: a nondeterministic function is a warning at its def
+// line, with its witness and causes in the message and the properties; a
+// look is a note. Paths are relative to the folder the scan ran in when
+// the scan had one target.
+func WriteSARIF(w io.Writer, r *Report) error {
+	report, err := sarif.New(sarif.Version210)
+	if err != nil {
+		return err
+	}
+	run := sarif.NewRunWithInformationURI(r.Tool.Name, "https://github.com/nondet-sandbox/nondet-sandbox")
+	run.Tool.Driver.Version = &r.Tool.Version
+	run.AddRule("nondeterministic").
+		WithShortDescription(sarif.NewMultiformatMessageString("A function gave two answers to one input")).
+		WithFullDescription(sarif.NewMultiformatMessageString("Fresh interpreters under varied conditions (hash seed, timezone, locale, user, clock, ...) disagreed on the canonical answer to one input: a witness, not a suspicion."))
+	run.AddRule("look").
+		WithShortDescription(sarif.NewMultiformatMessageString("The input ladder never reached the function's body")).
+		WithFullDescription(sarif.NewMultiformatMessageString("Every rung raised, or no answer had a canonical form: the function was not judged."))
+	prefix := sarifPrefix(r.Targets)
+	for _, f := range r.Functions {
+		var rule, level, text string
+		switch f.Verdict {
+		case VerdictNondeterministic:
+			w := f.Witness
+			rule, level = "nondeterministic", "warning"
+			text = fmt.Sprintf("%s gave two answers to (%s): %s then %s", f.ID, strings.Join(w.Args, ", "),
+				clip(w.Answers[0].Value, 120), clip(w.Answers[1].Value, 120))
+			if len(f.Causes) > 0 {
+				text += "; moved by: " + strings.Join(f.Causes, ", ")
+			}
+		case VerdictLook:
+			rule, level, text = "look", "note", f.ID+": "+f.Reason
+		default:
+			continue
+		}
+		file, _, _ := strings.Cut(f.ID, "::")
+		loc := sarif.NewPhysicalLocation().
+			WithArtifactLocation(sarif.NewSimpleArtifactLocation(path.Join(prefix, file))).
+			WithRegion(sarif.NewRegion().WithStartLine(max(f.Line, 1)))
+		res := run.CreateResultForRule(rule).WithLevel(level).WithMessage(sarif.NewTextMessage(text)).
+			WithLocations([]*sarif.Location{sarif.NewLocationWithPhysicalLocation(loc)})
+		props := sarif.NewPropertyBag()
+		props.Add("id", f.ID)
+		props.Add("causes", f.Causes)
+		if f.Witness != nil {
+			props.Add("witness", f.Witness)
+		}
+		res.AttachPropertyBag(props)
+	}
+	report.AddRun(run)
+	return report.PrettyWrite(w)
+}
+
+// sarifPrefix makes ids relative to the folder the scan ran in, when the
+// scan had a single target: ids are relative to the target's folder.
+func sarifPrefix(targets []string) string {
+	if len(targets) != 1 {
+		return ""
+	}
+	t, _, _ := strings.Cut(targets[0], "::")
+	t = path.Clean(strings.ReplaceAll(t, "\\", "/"))
+	if strings.HasSuffix(t, ".py") {
+		t = path.Dir(t)
+	}
+	if t == "." || path.IsAbs(t) || strings.HasPrefix(t, "..") {
+		return ""
+	}
+	return t
+}

@@ -91,6 +91,12 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 	for _, key := range keys {
 		g := groups[key]
 		shards := planShards(g.probes, s.opts.Jobs)
+		for _, sh := range shards {
+			sh.upTo = map[int]int{}
+			for _, p := range sh.Probes {
+				sh.upTo[p.Index] = p.fn.Witness.Rung
+			}
+		}
 		results[key] = s.newRunResults(shards, len(g.runs), ladder)
 		tasks = append(tasks, s.tasks(shards, g.runs, results[key])...)
 	}

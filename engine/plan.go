@@ -250,6 +250,10 @@ func ensureLocales(ctx context.Context, cacheDir string) locales {
 type shard struct {
 	ID     int
 	Probes []*probe
+	// upTo, when set, ends each probe's calls at this rung (by probe
+	// index): attribution needs the witness rung and the calls before it,
+	// in the run's order, and nothing after.
+	upTo map[int]int
 }
 
 // planShards packs modules into at most 2*jobs shards balanced by function

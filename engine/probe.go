@@ -213,8 +213,15 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Calls = append(plan.Calls, [2]int{fi, ri})
 		}
 	}
-	if rc.CallOrder == "reversed" {
+	reversed := rc.CallOrder == "reversed"
+	if reversed {
 		slices.Reverse(plan.Calls)
+	}
+	if sh.upTo != nil {
+		plan.Calls = slices.DeleteFunc(plan.Calls, func(c [2]int) bool {
+			w, ok := sh.upTo[sh.Probes[c[0]].Index]
+			return ok && (!reversed && c[1] > w || reversed && c[1] < w)
+		})
 	}
 	if !s.opts.Runtime.Isolated() {
 		plan.ASLimit = s.opts.Limits.MemoryBytes

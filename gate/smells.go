@@ -73,15 +73,3 @@ func smellOf(c Call) string {
 	}
 	return ""
 }
-
-// HashSensitive says whether smells suggest the answer may follow the hash
-// seed, which is what extra hash-seed runs catch.
-func HashSensitive(smells []Smell) bool {
-	for _, s := range smells {
-		switch s.Kind {
-		case "set-iteration", "hash", "id":
-			return true
-		}
-	}
-	return false
-}

@@ -29,7 +29,4 @@ func TestSmells(t *testing.T) {
 			t.Errorf("%d: %+v, want %s", i, s, want[i])
 		}
 	}
-	if !HashSensitive(got) || HashSensitive([]Smell{{Kind: "clock"}}) {
-		t.Error("HashSensitive")
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +69,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	w := f.Witness
-	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", f.ID, joinArgs(w.Args), w.Rung)
+	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", f.ID, strings.Join(w.Args, ", "), w.Rung)
 	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", w.Answers[0].Value, w.Answers[1].Value)
 	reproduced := true
 	for i, r := range got {
@@ -98,15 +99,4 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	}
 	fmt.Fprintln(stdout, "not reproduced exactly: the answers moved (a clock, an RNG, an address, or the calls before it)")
 	return nil
-}
-
-func joinArgs(args []string) string {
-	out := ""
-	for i, a := range args {
-		if i > 0 {
-			out += ", "
-		}
-		out += a
-	}
-	return out
 }

@@ -11,10 +11,14 @@ TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test build deps docker image bench
+.PHONY: demo test build deps corpus docker image bench
 
 deps:
 	@scripts/deps
+
+# The real-world corpus: Debian's python3-* packages (fixtures/corpus).
+corpus:
+	@scripts/corpus-deps
 
 build: deps
 	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/nondet-sandbox
@@ -31,7 +35,7 @@ docker:
 image: docker
 	@if docker info >/dev/null 2>&1; then images/build-offline.sh >/dev/null; fi
 
-test: deps image
+test: deps corpus image
 	$(GO) test -race -tags "$(TAGS)" -count=1 -p 1 -timeout 45m ./...
 
 bench: build

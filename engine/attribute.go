@@ -49,7 +49,7 @@ type attribution struct {
 // when no single flip moves it). A condition whose flip alone moves the
 // witness rung's answer is a cause. reprotest bisects greedily; this is exact, at one
 // interpreter per condition, only when there is a finding.
-func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][][]string) {
+func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 	groups := map[[2]int]*attribution{}
 	var keys [][2]int
 	for _, p := range probes {
@@ -64,10 +64,12 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 			groups[key] = g
 			keys = append(keys, key)
 			base, other := s.runs[key[0]], s.runs[key[1]]
-			ctrl := base
+			base.pinClock, other.pinClock = true, true
+			ctrl, ctrl2 := base, base
 			base.ID, base.Purpose = -1, "attribute:base"
 			ctrl.ID, ctrl.Purpose = -1, "attribute:control"
-			g.runs = append(g.runs, base, ctrl)
+			ctrl2.ID, ctrl2.Purpose = -1, "attribute:control"
+			g.runs = append(g.runs, base, ctrl, ctrl2)
 			// The other run's conditions all at once, to tell conditions
 			// acting together from the calls before it.
 			all := other
@@ -109,6 +111,10 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder map[int][]
 	}
 }
 
+// An attribution group's runs: the base, two controls, all of the other
+// run's conditions, then one flip per differing condition.
+const firstFlip = 4
+
 // attributeGroup names the causes of one group's findings from its runs.
 func (s *scan) attributeGroup(g *attribution, res *results) {
 	for _, p := range g.probes {
@@ -116,31 +122,33 @@ func (s *scan) attributeGroup(g *attribution, res *results) {
 		f := p.fn
 		w := f.Witness
 		outs := res.calls[p.Index][w.Rung]
-		base, ctrl := outs[0], outs[1]
+		base, ctrl, ctrl2 := outs[0], outs[1], outs[2]
 		var causes []string
 		switch {
-		case !canonical(base) || !canonical(ctrl):
+		case !canonical(base) || !canonical(ctrl) || !canonical(ctrl2):
 			causes = []string{"unattributed"}
 			why := "the witness rung gave no canonical answer in the attribution runs"
 			if fails := res.shardError[p.Index]; len(fails) > 0 {
 				why = "the sandbox could not run them: " + firstOf(fails)
 			}
-			f.Reason += "; its cause could not be named: " + why
-		case base.value != ctrl.value:
+			f.CauseNote = "its cause could not be named: " + why
+			f.Reason += "; " + f.CauseNote
+		case base.value != ctrl.value || base.value != ctrl2.value:
 			causes = []string{"process"}
 		default:
-			for slot := 3; slot < len(g.runs); slot++ {
+			for slot := firstFlip; slot < len(g.runs); slot++ {
 				if o := outs[slot]; canonical(o) && o.value != base.value {
 					causes = append(causes, strings.TrimPrefix(g.runs[slot].Purpose, "attribute:"))
 				}
 			}
 			if len(causes) == 0 {
 				causes = []string{"unattributed"}
-				if all := outs[2]; canonical(all) && all.value != base.value {
-					f.Reason += "; no single condition moved it alone, the other run's conditions together did"
+				if all := outs[firstFlip-1]; canonical(all) && all.value != base.value {
+					f.CauseNote = "no single varied condition moved it alone; the other run's conditions together did"
 				} else {
-					f.Reason += "; called alone it did not move under either run's conditions: what other functions called before it in the same interpreter left behind moved it"
+					f.CauseNote = "no varied condition moved it when the findings were run again, alone or together: it moves only now and then"
 				}
+				f.Reason += "; " + f.CauseNote
 			}
 		}
 		f.Causes = mergeCauses(causes, f.Causes)

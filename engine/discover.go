@@ -9,10 +9,14 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 )
 
+// ladders are the rungs' displays, by ladder key (the arity, and the kinds
+// of the annotated parameters): rung -> each argument's display.
+type ladders map[string][][]string
+
 // discovery is what the worker's discover mode reported.
 type discovery struct {
 	modules map[string]*discoveredModule // by Rel
-	ladder  map[int][][]string           // arity -> rung -> each argument's display
+	ladder  ladders
 }
 
 type discoveredModule struct {
@@ -32,6 +36,9 @@ type discoveredFunction struct {
 	Varkw          string     `json:"varkw"`
 	KwonlyRequired []string   `json:"kwonly_required"`
 	Params         []string   `json:"params"`
+	Kinds          []string   `json:"kinds"`  // what each required parameter's annotation says it takes
+	Ladder         string     `json:"ladder"` // the key of its rungs in the discovery's ladders
+	Definitions    int        `json:"definitions,omitempty"`
 	Facts          gate.Facts `json:"facts"`
 }
 
@@ -54,7 +61,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	if err != nil {
 		return nil, err
 	}
-	d := &discovery{modules: map[string]*discoveredModule{}, ladder: map[int][][]string{}}
+	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
 	done := false
 	var recErr error
 	handle := func(line []byte) {
@@ -75,9 +82,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 				return
 			}
 			for k, v := range l.Rungs {
-				var a int
-				fmt.Sscan(k, &a)
-				d.ladder[a] = v
+				d.ladder[k] = v
 			}
 		case "module":
 			var m discoveredModule

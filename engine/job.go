@@ -120,7 +120,11 @@ func (s *scan) env(rc RunConditions) []string {
 	if s.locpath != "" {
 		env = append(env, "LOCPATH="+s.inside(s.locpath))
 	}
-	if rc.Clock != "" && rc.Clock != "0s" && s.faketime != "" {
+	switch {
+	case rc.Clock == "" || s.faketime == "":
+	case rc.pinClock:
+		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", clockStart(rc.Clock)))
+	case rc.Clock != "0s":
 		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME="+rc.Clock)
 	}
 	return env

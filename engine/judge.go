@@ -9,7 +9,7 @@ import (
 // import that fails under one run's conditions, a sandbox that could not
 // start once) does not hide the other runs: an import that fails in one run
 // is an answer of that run, and a disagreement like any other.
-func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder map[int][][]string) {
+func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder ladders) {
 	for i := range rep.Modules {
 		// Modules are listed in files order, the same order probes use.
 		for _, p := range probes {
@@ -48,7 +48,7 @@ func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder map[i
 			f.Verdict, f.Reason = VerdictNotProbed, why
 			continue
 		}
-		judge(f, res.calls[p.Index], ladder[p.Arity])
+		judge(f, res.calls[p.Index], ladder[p.Ladder])
 	}
 }
 
@@ -101,9 +101,18 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 	}
 	f.Rungs = c
 	if f.Witness == nil {
-		f.Witness = inProcess(rungs, ladder)
+		f.Witness = inProcess(rungs, ladder, func(b string) bool { return b != BreakerDictOrder })
 	}
-	f.Causes = append([]string{}, breakersOf(rungs)...)
+	// Equal but different inputs answering differently is a fact about
+	// the function's contract, not nondeterminism: reported beside the
+	// verdict, never as it.
+	f.OrderSensitive = inProcess(rungs, ladder, func(b string) bool { return b == BreakerDictOrder })
+	f.Causes = []string{}
+	for _, b := range breakersOf(rungs) {
+		if b != BreakerDictOrder {
+			f.Causes = append(f.Causes, b)
+		}
+	}
 	if f.Witness != nil {
 		f.Verdict = VerdictNondeterministic
 		f.Reason = "a witness is a fact: this function gave two answers to one input"
@@ -153,12 +162,12 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 	}
 }
 
-// inProcess returns a witness from an in-process breaker: one process
-// answered one rung two ways.
-func inProcess(rungs [][]outcome, ladder [][]string) *Witness {
+// inProcess returns a witness from an in-process breaker that want
+// accepts: one process answered one rung two ways.
+func inProcess(rungs [][]outcome, ladder [][]string, want func(breaker string) bool) *Witness {
 	for ri, runs := range rungs {
 		for run, o := range runs {
-			if o.breaker == "" || (o.kind != answered && o.kind != raisedK) {
+			if o.breaker == "" || !want(o.breaker) || (o.kind != answered && o.kind != raisedK) {
 				continue
 			}
 			w := &Witness{Rung: ri, Args: []string{}, Breaker: o.breaker,

@@ -34,6 +34,34 @@ type RunConditions struct {
 	// Purpose is "main" for the runs every function gets, "hash-seed" for
 	// the extra runs of functions that smell (base conditions, a new seed).
 	Purpose string `json:"purpose"`
+	// pinClock starts the clock at a fixed instant (shifted by Clock), so
+	// that attribution runs started a second apart do not disagree on a
+	// clock of one-second resolution: the causes of a clock finding are then
+	// the same from scan to scan.
+	pinClock bool
+}
+
+// pinnedEpoch is where a pinned clock starts: noon UTC, so a date read in
+// UTC and twelve hours west of it is the same day.
+const pinnedEpoch = 1893499200 // 2030-01-01 12:00:00 UTC
+
+// clockStart is the pinned clock's start for a Clock offset ("+3d",
+// "-400d", "0s"), in seconds since the epoch.
+func clockStart(offset string) int64 {
+	var n int64
+	var unit string
+	if _, err := fmt.Sscanf(offset, "%d%s", &n, &unit); err != nil {
+		return pinnedEpoch
+	}
+	switch unit {
+	case "d":
+		n *= 86400
+	case "h":
+		n *= 3600
+	case "m":
+		n *= 60
+	}
+	return pinnedEpoch + n
 }
 
 // label names a run in job and file names: r<id>, or the purpose of an
@@ -254,6 +282,14 @@ type shard struct {
 	// index): attribution needs the witness rung and the calls before it,
 	// in the run's order, and nothing after.
 	upTo map[int]int
+	// calls, when set, is the exact list of calls (function in Probes,
+	// rung) in order: bisection replays part of a run.
+	calls [][2]int
+	// segments, with calls, are where each lone run in calls starts.
+	segments []int
+	// alone runs each function in a lone run of its own: a child of the
+	// worker that imports only its module and calls only it.
+	alone bool
 }
 
 // planShards packs modules into at most 2*jobs shards balanced by function

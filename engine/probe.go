@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 type outcomeKind uint8
@@ -49,7 +53,7 @@ type results struct {
 	notCall    map[int]string         // probe -> why it is not callable
 	events     map[int][]Event
 	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
-	ladder     map[int][][]string
+	ladder     ladders
 }
 
 func (r *results) event(p int, e Event) {
@@ -64,25 +68,25 @@ func newResults() *results {
 }
 
 // runAll runs every (shard, run) pair of the plan.
-func (s *scan) runAll(ctx context.Context, shards []*shard, ladder map[int][][]string) *results {
+func (s *scan) runAll(ctx context.Context, shards []*shard, ladder ladders) *results {
 	return s.runRuns(ctx, shards, s.runs, ladder)
 }
 
 // runRuns runs every shard under every one of runs, up to Jobs
 // interpreters at once; each run's outcomes go to its slot in runs.
-func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunConditions, ladder map[int][][]string) *results {
+func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunConditions, ladder ladders) *results {
 	res := s.newRunResults(shards, len(runs), ladder)
 	s.runPool(ctx, s.tasks(shards, runs, res))
 	return res
 }
 
 // newRunResults makes room for every probe of shards under n runs.
-func (s *scan) newRunResults(shards []*shard, n int, ladder map[int][][]string) *results {
+func (s *scan) newRunResults(shards []*shard, n int, ladder ladders) *results {
 	res := newResults()
 	res.ladder = ladder
 	for _, sh := range shards {
 		for _, p := range sh.Probes {
-			rungs := make([][]outcome, len(ladder[p.Arity]))
+			rungs := make([][]outcome, len(ladder[p.Ladder]))
 			for i := range rungs {
 				rungs[i] = make([]outcome, n)
 			}
@@ -146,10 +150,11 @@ type planModule struct {
 }
 
 type planFunction struct {
-	Module    int    `json:"module"`
-	Name      string `json:"name"`
-	Arity     int    `json:"arity"`
-	OrderFree []int  `json:"order_free,omitempty"`
+	Module    int      `json:"module"`
+	Name      string   `json:"name"`
+	Arity     int      `json:"arity"`
+	Kinds     []string `json:"kinds,omitempty"`
+	OrderFree []int    `json:"order_free,omitempty"`
 }
 
 type workerPlan struct {
@@ -161,6 +166,10 @@ type workerPlan struct {
 	Skip      []int          `json:"skip"`
 	ASLimit   int64          `json:"address_space_limit,omitempty"`
 	Umask     string         `json:"umask,omitempty"` // set by the worker on runtimes that cannot
+	// Segments are the indices in Calls where a lone run starts: the worker
+	// runs each segment in a child forked before anything scanned is
+	// imported.
+	Segments []int `json:"segments,omitempty"`
 }
 
 type record struct {
@@ -183,19 +192,9 @@ type record struct {
 // shard after it, so every other function's results survive.
 //
 // rc is the run's conditions; its outcomes go to slot run of res.
-func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run int, ladder map[int][][]string, res *results) {
-	if rc.Purpose == "hash-seed" {
-		// Only the functions that smell get the extra hash-seed runs.
-		var smelly []*probe
-		for _, p := range sh.Probes {
-			if p.smelly {
-				smelly = append(smelly, p)
-			}
-		}
-		if len(smelly) == 0 {
-			return
-		}
-		sh = &shard{ID: sh.ID, Probes: smelly}
+func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run int, ladder ladders, res *results) {
+	if sh = sh.under(rc); sh == nil {
+		return
 	}
 	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}}
 	modIndex := map[int]int{} // scan module -> plan module
@@ -206,23 +205,9 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			modOf = append(modOf, p.Module)
 			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: s.inside(p.File.Root), Name: p.File.Name, Path: s.inside(p.File.Path)})
 		}
-		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, OrderFree: p.orderFree})
+		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree})
 	}
-	for fi, p := range sh.Probes {
-		for ri := range ladder[p.Arity] {
-			plan.Calls = append(plan.Calls, [2]int{fi, ri})
-		}
-	}
-	reversed := rc.CallOrder == "reversed"
-	if reversed {
-		slices.Reverse(plan.Calls)
-	}
-	if sh.upTo != nil {
-		plan.Calls = slices.DeleteFunc(plan.Calls, func(c [2]int) bool {
-			w, ok := sh.upTo[sh.Probes[c[0]].Index]
-			return ok && (!reversed && c[1] > w || reversed && c[1] < w)
-		})
-	}
+	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	if !s.opts.Runtime.Isolated() {
 		plan.ASLimit = s.opts.Limits.MemoryBytes
 		plan.Umask = rc.Umask
@@ -237,7 +222,10 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Skip = append(plan.Skip, fi)
 		}
 		slices.Sort(plan.Skip)
-		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d.json", sh.ID, rc.label(), run, attempt), plan)
+		// Every plan file has a name of its own: shards of attribution
+		// groups, confirmations and bisection steps share ids and labels
+		// and run at once.
+		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d-%d.json", sh.ID, rc.label(), run, attempt, s.planSeq.Add(1)), plan)
 		if err != nil {
 			s.shardFailed(sh, run, res, err.Error())
 			return
@@ -291,7 +279,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 				wd.arm(s.opts.CallTimeout)
 			case rec.K == "r" && rec.I != nil && *rec.I == current:
 				fi, ri := plan.Calls[current][0], plan.Calls[current][1]
-				o := outcome{kind: answered, value: rec.V, free: rec.O, breaker: rec.B, value2: rec.V2}
+				o := outcome{kind: answered, value: s.unplace(rec.V), free: s.unplace(rec.O), breaker: rec.B, value2: s.unplace(rec.V2)}
 				switch {
 				case rec.X != "":
 					o = outcome{kind: excluded, detail: rec.X}
@@ -392,13 +380,81 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Start = last + 1
 		}
 		for fi := range skip {
-			for ri := range ladder[sh.Probes[fi].Arity] {
+			for ri := range ladder[sh.Probes[fi].Ladder] {
 				if o := &res.calls[sh.Probes[fi].Index][ri][run]; o.kind == notRun {
 					o.kind = skipped
 				}
 			}
 		}
 	}
+}
+
+// unplace writes the host runtime's scratch directory, where HOME and the
+// working directory live there, as $SCRATCH in an answer: the report holds
+// no temporary paths, and two runs' answers compare on the condition, not
+// on where the scan happened to make it.
+func (s *scan) unplace(v string) string {
+	if s.opts.Runtime.Isolated() || v == "" {
+		return v
+	}
+	return strings.ReplaceAll(v, filepath.Join(s.scratch, "conditions"), sandbox.ScratchVar)
+}
+
+// under is the shard as a run sees it: only the functions that smell get
+// the extra hash-seed runs (nil when none of the shard's does).
+func (sh *shard) under(rc RunConditions) *shard {
+	if rc.Purpose != "hash-seed" {
+		return sh
+	}
+	var smelly []*probe
+	for _, p := range sh.Probes {
+		if p.smelly {
+			smelly = append(smelly, p)
+		}
+	}
+	if len(smelly) == 0 {
+		return nil
+	}
+	return &shard{ID: sh.ID, Probes: smelly, upTo: sh.upTo}
+}
+
+// callPlan is the order in which a run calls a shard: each function's
+// rungs in turn, all reversed in a reversed run, each ending at its upTo
+// rung when set; or the shard's explicit list. Entries are (function in
+// sh.Probes, rung). A lone shard runs each function in a segment of its
+// own (its rungs in the run's order); segments are where each starts.
+func (sh *shard) callPlan(rc RunConditions, ladder ladders) (calls [][2]int, segments []int) {
+	if sh.calls != nil {
+		return slices.Clone(sh.calls), slices.Clone(sh.segments)
+	}
+	reversed := rc.CallOrder == "reversed"
+	past := func(c [2]int) bool {
+		w, ok := sh.upTo[sh.Probes[c[0]].Index]
+		return ok && (!reversed && c[1] > w || reversed && c[1] < w)
+	}
+	if sh.alone {
+		for fi, p := range sh.Probes {
+			var own [][2]int
+			for ri := range ladder[p.Ladder] {
+				own = append(own, [2]int{fi, ri})
+			}
+			if reversed {
+				slices.Reverse(own)
+			}
+			segments = append(segments, len(calls))
+			calls = append(calls, slices.DeleteFunc(own, past)...)
+		}
+		return calls, segments
+	}
+	for fi, p := range sh.Probes {
+		for ri := range ladder[p.Ladder] {
+			calls = append(calls, [2]int{fi, ri})
+		}
+	}
+	if reversed {
+		slices.Reverse(calls)
+	}
+	return slices.DeleteFunc(calls, past), nil
 }
 
 // shardFailed records that a shard could not run in one run: its

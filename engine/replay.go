@@ -25,7 +25,8 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 	if f == nil {
 		return nil, nil, &usageError{fmt.Sprintf("no function %q in the report", id)}
 	}
-	if f.Witness == nil {
+	w := f.Replayable()
+	if w == nil {
 		return nil, f, &usageError{fmt.Sprintf("%s has no witness to replay (its verdict is %s)", f.ID, f.Verdict)}
 	}
 	file, name, _ := strings.Cut(f.ID, "::")
@@ -48,7 +49,7 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		return nil, f, &usageError{fmt.Sprintf("cannot find %s from the report's targets %v; run replay from the folder the scan ran in, or pass --root", file, rep.Targets)}
 	}
 	var runs []RunConditions
-	for _, a := range f.Witness.Answers {
+	for _, a := range w.Answers {
 		if a.Run < 0 || a.Run >= len(rep.Runs) {
 			return nil, f, &usageError{fmt.Sprintf("the report's witness names run %d, which it does not describe", a.Run)}
 		}
@@ -76,12 +77,12 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		return nil, f, fmt.Errorf("replay: import failed: %s", firstOf(fails))
 	}
 	rungs := res.calls[p.Index]
-	if f.Witness.Rung >= len(rungs) {
-		return nil, f, fmt.Errorf("replay: the ladder has no rung %d any more", f.Witness.Rung)
+	if w.Rung >= len(rungs) {
+		return nil, f, fmt.Errorf("replay: the ladder has no rung %d any more", w.Rung)
 	}
 	var out []Replayed
-	for slot, o := range rungs[f.Witness.Rung] {
-		r := Replayed{Run: rep.Runs[f.Witness.Answers[slot].Run], Value: o.value, Breaker: o.breaker, Value2: o.value2, Detail: o.detail}
+	for slot, o := range rungs[w.Rung] {
+		r := Replayed{Run: rep.Runs[w.Answers[slot].Run], Value: o.value, Breaker: o.breaker, Value2: o.value2, Detail: o.detail}
 		out = append(out, r)
 	}
 	return out, f, nil

@@ -9,6 +9,13 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
+// In-process breakers, as the worker names them.
+const (
+	BreakerRepeat    = "repeat"     // the same input twice
+	BreakerDictOrder = "dict-order" // the input with every dict in reversed key order
+	BreakerOrderFree = "order-free" // an argument declared order-free, reversed
+)
+
 // Verdicts. Deterministic means no run disagreed, never a guarantee.
 const (
 	VerdictNondeterministic = "nondeterministic"
@@ -71,12 +78,28 @@ type Module struct {
 
 // Function is one module-level function and its verdict.
 type Function struct {
-	ID        string     `json:"id"`
-	Line      int        `json:"line"`
-	Verdict   string     `json:"verdict"`
-	Reason    string     `json:"reason,omitempty"`
-	Causes    []string   `json:"causes"`
-	Witness   *Witness   `json:"witness,omitempty"`
+	ID      string   `json:"id"`
+	Line    int      `json:"line"`
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason,omitempty"`
+	Causes  []string `json:"causes"`
+	// CauseNote says in words why the causes are what they are, when
+	// that is not one named condition (unattributed).
+	CauseNote string   `json:"cause_note,omitempty"`
+	Witness   *Witness `json:"witness,omitempty"`
+	// OrderSensitive is set when the function answered an input and the
+	// same input with every dict in reversed key order differently: equal
+	// but different inputs, two answers. A fact about its contract, not
+	// nondeterminism: it never makes the verdict, the census' findings or
+	// the exit status.
+	OrderSensitive *Witness `json:"order_sensitive,omitempty"`
+	// MovedBy is set when the function disagreed across runs only after
+	// other functions ran in the same interpreter: called alone it gave
+	// one answer. It names the function whose calls moved it.
+	MovedBy *MovedBy `json:"moved_by,omitempty"`
+	// Moves lists the functions whose answers this one's calls moved
+	// (the other side of MovedBy).
+	Moves     []string   `json:"moves,omitempty"`
 	Rungs     RungCounts `json:"rungs"`
 	Contained []Event    `json:"contained,omitempty"`
 	// Smells are suspicions from the function's own body, never a verdict.
@@ -95,6 +118,20 @@ type Witness struct {
 	// same input twice) or "dict-order" (the second answer is to the input
 	// with every dict in reversed key order).
 	Breaker string `json:"breaker,omitempty"`
+}
+
+// MovedBy is what another function left behind, and what it did.
+type MovedBy struct {
+	// Culprit is the function whose calls, run before this one in Run,
+	// moved its answer; "" when bisection could not name one.
+	Culprit string `json:"culprit"`
+	Run     int    `json:"run"`
+	Rung    int    `json:"rung"`
+	// Alone is the answer called alone (the same under both runs'
+	// conditions); Moved is what it answered in Run after the others.
+	Alone  string `json:"alone"`
+	Moved  string `json:"moved"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Answer is one run's canonical answer.
@@ -120,6 +157,11 @@ type Census struct {
 	Look             int      `json:"look"`
 	NotProbed        int      `json:"not_probed"`
 	Looks            []string `json:"looks"`
+	// OrderSensitive counts functions whose answer depends on a dict
+	// argument's key order; MovedByOthers those moved only by what another
+	// function left. Neither is a finding.
+	OrderSensitive int `json:"order_sensitive"`
+	MovedByOthers  int `json:"moved_by_others"`
 }
 
 func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Report {
@@ -161,6 +203,12 @@ func (r *Report) finish() {
 	sort.SliceStable(r.Functions, func(i, j int) bool { return r.Functions[i].ID < r.Functions[j].ID })
 	r.Census = Census{Looks: []string{}}
 	for _, f := range r.Functions {
+		if f.OrderSensitive != nil {
+			r.Census.OrderSensitive++
+		}
+		if f.MovedBy != nil {
+			r.Census.MovedByOthers++
+		}
 		switch f.Verdict {
 		case VerdictNondeterministic:
 			r.Census.Nondeterministic++
@@ -184,6 +232,15 @@ func (r *Report) Findings() []*Function {
 		}
 	}
 	return out
+}
+
+// Replayable is what replay re-runs: the witness of a finding, or the two
+// answers of an order-sensitive function; nil when there is neither.
+func (f *Function) Replayable() *Witness {
+	if f.Witness != nil {
+		return f.Witness
+	}
+	return f.OrderSensitive
 }
 
 // Function returns the function with this id, or nil.

@@ -37,6 +37,7 @@ type scan struct {
 	skipped   []sandbox.Support
 	processes atomic.Int64
 	jobSeq    atomic.Int64
+	planSeq   atomic.Int64
 	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
 	tasksDone, tasksPlanned atomic.Int64
 	peakMu                  sync.Mutex
@@ -44,6 +45,7 @@ type scan struct {
 	masks                   []sandbox.Mask
 	orderFree               map[string][]int
 	files                   []sourceFile
+	mainShards              []*shard // the main runs' shards: bisection replays their order
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
@@ -59,6 +61,7 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 		return nil, err
 	}
 	s.judgeAll(rep, probes, results, disc.ladder)
+	s.confirm(ctx, probes, results, disc.ladder)
 	s.attribute(ctx, probes, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -112,7 +115,8 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*Report, []*prob
 		rep.Targets = append(rep.Targets, t.Arg)
 	}
 	probes := s.selectProbes(s.files, disc, rep)
-	results := s.runAll(ctx, planShards(probes, s.opts.Jobs), disc.ladder)
+	s.mainShards = planShards(probes, s.opts.Jobs)
+	results := s.runAll(ctx, s.mainShards, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -415,7 +419,9 @@ type probe struct {
 	File      *sourceFile
 	Name      string
 	Arity     int
-	Module    int // index into the scan's module list
+	Kinds     []string // what annotations say each required parameter takes
+	Ladder    string   // the key of its rungs
+	Module    int      // index into the scan's module list
 	fn        *Function
 	smelly    bool  // gets the extra hash-seed runs
 	orderFree []int // parameters declared order-free
@@ -460,6 +466,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			}
 			out.Smells = gate.Smells(fn.Facts)
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
+				Kinds: fn.Kinds, Ladder: fn.Ladder,
 				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID]})
 		}
 	}
@@ -471,10 +478,6 @@ func signatureProblem(fn discoveredFunction) string {
 	switch {
 	case fn.Async:
 		return "coroutine function (async def): the ladder makes plain calls"
-	case fn.Vararg != "":
-		return fmt.Sprintf("takes *%s: the ladder has no variadic rungs", fn.Vararg)
-	case fn.Varkw != "":
-		return fmt.Sprintf("takes **%s: the ladder has no keyword rungs", fn.Varkw)
 	case len(fn.KwonlyRequired) > 0:
 		return fmt.Sprintf("keyword-only parameter %s has no default: the ladder passes positional arguments only", fn.KwonlyRequired[0])
 	case fn.Required > maxArity:

@@ -136,12 +136,14 @@ func TestBrokenModulesAreReportedAndTheScanGoesOn(t *testing.T) {
 	if f := fn(t, rep, "raises_on_import.py::never"); f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "import failed: RuntimeError") {
 		t.Errorf("never: %s %s", f.Verdict, f.Reason)
 	}
+	if f := fn(t, rep, "ok.py::variadic"); f.Verdict != engine.VerdictDeterministic {
+		t.Errorf("variadic: *args is left empty, and the function probed: %s %s", f.Verdict, f.Reason)
+	}
 	if f := fn(t, rep, "ok.py::good"); f.Verdict != engine.VerdictDeterministic {
 		t.Errorf("good: %s %s", f.Verdict, f.Reason)
 	}
 	notProbed := map[string]string{
 		"ok.py::too_many": "4 required parameters",
-		"ok.py::variadic": "*args",
 		"ok.py::kwonly":   "keyword-only parameter key",
 		"ok.py::coro":     "async def",
 	}

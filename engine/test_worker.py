@@ -38,8 +38,8 @@ class Canonical(unittest.TestCase):
     def test_address_has_no_canonical_form(self):
         with self.assertRaises(worker.NoCanon):
             worker.answer(object())
-        with self.assertRaises(worker.NoCanon):
-            worker.answer(lambda: 1)
+        # A function is its qualified name, the same in every process.
+        self.assertEqual(v(lambda: 1), "V:function:test_worker.Canonical.test_address_has_no_canonical_form.<locals>.<lambda>")
 
     def test_cycle_terminates(self):
         a = [1]
@@ -75,7 +75,90 @@ class Canonical(unittest.TestCase):
         self.assertTrue(v(D(3)).endswith("D(a=3)"))
 
 
+class Lazy(unittest.TestCase):
+    def test_iterators_are_consumed(self):
+        self.assertEqual(v(iter([1, 2])), "V:iter:list_iterator[1,2]")
+        self.assertEqual(v(x for x in (3,)), "V:iter:generator[3]")
+        self.assertEqual(v(map(str, [1])), 'V:iter:map["1"]')
+
+    def test_endless_iterator_is_cut(self):
+        import itertools
+        text = v(itertools.count())
+        self.assertTrue(text.endswith("…cut at %d]" % worker.MAX_ITEMS), text[-40:])
+
+    def test_raising_midway_is_part_of_the_answer(self):
+        def gen():
+            yield 1
+            raise KeyError("x")
+        self.assertEqual(v(gen()), "V:iter:generator[1,!E:KeyError]")
+
+    def test_order_only_of_a_lazy_set_is_told_from_one_pass(self):
+        text, free = worker.answer(iter([{"b", "a"}]))
+        self.assertEqual(free, 'V:iter:list_iterator[set["a","b"]]')
+
+    def test_files_are_not_read(self):
+        with open(os.devnull) as fh:
+            text = v(fh)
+        self.assertNotIn("iter:", text)
+        self.assertIn("TextIOWrapper", text)
+
+    def test_angle_repr_without_address_is_canonical(self):
+        class Missing:
+            def __repr__(self):
+                return "<missing>"
+        self.assertTrue(v(Missing()).endswith(":<missing>"))
+
+
+class Discovery(unittest.TestCase):
+    def describe(self, src):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+            fh.write(src)
+        try:
+            return worker.describe_module(fh.name, "m.py")
+        finally:
+            os.unlink(fh.name)
+
+    def test_defs_in_blocks_are_listed_once(self):
+        rec = self.describe(
+            "import sys\n"
+            "try:\n    import nope\nexcept ImportError:\n    def a(x): return x\n"
+            "if sys.version_info > (3,):\n    def b(x, y): return x\nelse:\n    def b(x): return x\n"
+            "with open:\n    def c(): return 1\n"
+        )
+        names = [f["name"] for f in rec["functions"]]
+        self.assertEqual(names, ["a", "b", "c"])
+        self.assertEqual(rec["functions"][1]["required"], 2)
+
+    def test_overloads_fold_into_the_implementation(self):
+        rec = self.describe(
+            "import typing\n@typing.overload\ndef f(x: int) -> int: ...\n"
+            "@typing.overload\ndef f(x: str) -> str: ...\ndef f(x): return x\n"
+        )
+        self.assertEqual([(f["name"], f["line"]) for f in rec["functions"]], [("f", 6)])
+
+    def test_annotations_choose_the_first_rungs(self):
+        rec = self.describe("import datetime, pathlib\ndef f(d: datetime.date, p: 'pathlib.Path', n: Optional[int]): pass\n")
+        fn = rec["functions"][0]
+        self.assertEqual(fn["kinds"], ["date", "path", "int"])
+        first = worker.rungs_of(3, fn["kinds"])[0]
+        self.assertIs(type(first[0]), worker._dt.date)
+        self.assertIsInstance(first[1], worker.pathlib.PurePath)
+        self.assertIs(type(first[2]), int)
+        self.assertEqual(len(worker.rungs_of(3, fn["kinds"])), len(worker.rungs(3)))
+
+
 class Ladder(unittest.TestCase):
+    def test_dates_times_and_paths(self):
+        kinds = {type(x) for x in worker.LADDER}
+        for t in (worker._dt.date, worker._dt.datetime, worker._dt.timedelta, worker._dt.time):
+            self.assertIn(t, kinds)
+        self.assertIn("~/notes.txt", worker.LADDER)
+        self.assertTrue(any(isinstance(x, worker._dt.datetime) and x.tzinfo for x in worker.LADDER))
+
+    def test_display_keeps_dict_order(self):
+        self.assertEqual(worker.display(({"b": 1, "a": 2},)), ['{"b":1,"a":2}'])
+
     def test_shape(self):
         self.assertEqual(worker.rungs(0), [()])
         self.assertEqual(len(worker.rungs(1)), len(worker.LADDER))

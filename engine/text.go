@@ -43,10 +43,10 @@ func WriteText(w io.Writer, r *Report) error {
 		p.f("         (%s) -> %s  then  %s%s\n", strings.Join(wt.Args, ", "),
 			clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
 		switch wt.Breaker {
-		case "repeat":
+		case BreakerRepeat:
 			p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
-		case "dict-order":
-			p.f("         both in run %d, the second with every dict in reversed key order: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
+		case BreakerOrderFree:
+			p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
 		default:
 			for _, a := range wt.Answers {
 				p.f("         run %d: %s\n", a.Run, describeRun(r.Runs[a.Run]))
@@ -55,11 +55,29 @@ func WriteText(w io.Writer, r *Report) error {
 		if d := describeCauses(f.Causes); d != "" {
 			p.f("         %s\n", d)
 		}
+		if f.CauseNote != "" {
+			p.f("         unattributed: %s\n", f.CauseNote)
+		}
 		p.smells(f)
 		p.contained(f)
 	}
 	if len(findings) > 0 {
 		p.f("  a witness is a fact: each of these functions gave two answers to one input\n")
+	}
+	var sensitive []*Function
+	for _, f := range r.Functions {
+		if f.OrderSensitive != nil {
+			sensitive = append(sensitive, f)
+		}
+	}
+	if len(sensitive) > 0 {
+		p.f("\nEQUAL INPUTS, TWO ANSWERS — %d: the answer follows a dict argument's key order (not nondeterminism, not counted as a finding)\n", len(sensitive))
+		for _, f := range sensitive {
+			wt := f.OrderSensitive
+			p.f("  order-sensitive  %s\n", f.ID)
+			p.f("         (%s) -> %s  then, with every dict's keys reversed,  %s\n", strings.Join(wt.Args, ", "),
+				clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60))
+		}
 	}
 	groups := []struct{ verdict, title string }{
 		{VerdictDeterministic, "deterministic — no run disagreed, which is not a guarantee"},
@@ -83,6 +101,16 @@ func WriteText(w io.Writer, r *Report) error {
 				reason = strings.TrimPrefix(reason, "no run disagreed; not a guarantee; ")
 			}
 			p.f("  %-40s %s\n", f.ID, reason)
+			if m := f.MovedBy; m != nil {
+				who := m.Culprit
+				if who == "" {
+					who = "functions called before it (bisection named none)"
+				}
+				p.f("         moved by state that %s left: alone %s, in run %d after it %s\n", who, clip(m.Alone, 40), m.Run, clip(m.Moved, 40))
+			}
+			if len(f.Moves) > 0 {
+				p.f("         leaves state behind that moved: %s\n", strings.Join(f.Moves, ", "))
+			}
 			p.smells(f)
 			p.contained(f)
 		}
@@ -103,6 +131,9 @@ func WriteText(w io.Writer, r *Report) error {
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	if c.OrderSensitive > 0 || c.MovedByOthers > 0 {
+		p.f("beside the verdicts: %d order-sensitive · %d moved only by state other functions left\n", c.OrderSensitive, c.MovedByOthers)
+	}
 	if len(c.Looks) > 0 {
 		p.f("looks: %s\n", strings.Join(c.Looks, ", "))
 	}

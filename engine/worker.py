@@ -16,13 +16,17 @@ The ladder lives here, in LADDER, and nowhere else.
 
 import ast
 import copy
+import datetime as _dt
 import enum
 import hashlib
+import io
 import json
 import os
+import pathlib
 import re
 import sys
 import threading
+import types
 
 RECORD_FD = 3
 # A call's answer longer than this is compared by digest and shown truncated.
@@ -32,7 +36,31 @@ MAX_TEXT = 4096
 # Arity n uses every value repeated n times, then a few mixed rungs. The
 # narrow (3-key) and wide (8-key) dicts are both here on purpose: a hash-order
 # defect on 3 keys is missed by three runs 2.8% of the time, on 8 keys about
-# once in a billion.
+# once in a billion. Dates, times and paths come last: what real code takes
+# (a "time since" formatter, a date parser that fills in today, a `~`
+# expander) and what no scalar rung reaches; then one character, a number
+# in a string, an encoding's name and two streams, which parsers, codecs and
+# character tables take, and a function, which higher-order code takes.
+class _BytesStream(io.BytesIO):
+    """A BytesIO whose repr carries its content, not its address: a
+    function that echoes its argument's repr must not look moved by the
+    process."""
+
+    def __repr__(self):
+        return "io.BytesIO(%r)" % self.getvalue()
+
+
+class _TextStream(io.StringIO):
+    def __repr__(self):
+        return "io.StringIO(%r)" % self.getvalue()
+
+
+def _callback(x=None, *more, **options):
+    """The ladder's function, for what takes a callback, a key or a
+    function to decorate or inspect: it answers its first argument."""
+    return x
+
+
 FIVE_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
 LADDER = [
     0,
@@ -58,20 +86,139 @@ LADDER = [
     {"k%d" % i: i for i in range(8)},
     [[1, 2], [3, [4, 5]]],
     b"bytes",
+    _dt.date(2024, 2, 29),
+    _dt.datetime(2024, 2, 29, 13, 45, 30),
+    _dt.datetime(2024, 2, 29, 13, 45, 30, tzinfo=_dt.timezone.utc),
+    _dt.timedelta(days=1, hours=2, minutes=3),
+    _dt.time(13, 45, 30),
+    "docs/readme.txt",
+    "/usr/share/doc",
+    "~/notes.txt",
+    "a",
+    "42",
+    "utf-8",
+    _BytesStream(b"alpha\nbeta\n"),
+    _TextStream("alpha\nbeta\n"),
+    _callback,
 ]
 MIXED = {
     2: [(0, "alpha"), ("alpha", 0), (FIVE_WORDS, 2), ("alpha", "beta")],
     3: [(0, 1, 2), ("a", "b", "c"), (FIVE_WORDS, 0, 3), (1, "alpha", None)],
 }
+MAX_ARITY = 3
+
+# What an annotation says a parameter takes, as a kind; the ladder tries the
+# values of that kind first for that parameter (the rest follow, so every
+# function of one arity has as many rungs). A path parameter gets the path
+# rungs as pathlib.Path objects in place of the strings.
+_PATHS = ("docs/readme.txt", "/usr/share/doc", "~/notes.txt")
+KIND_VALUES = {
+    "int": lambda v: type(v) is int,
+    "float": lambda v: type(v) is float,
+    "str": lambda v: type(v) is str,
+    "bytes": lambda v: type(v) is bytes,
+    "bool": lambda v: type(v) is bool,
+    "list": lambda v: type(v) is list,
+    "tuple": lambda v: type(v) is tuple,
+    "dict": lambda v: type(v) is dict,
+    "date": lambda v: type(v) is _dt.date,
+    "datetime": lambda v: type(v) is _dt.datetime,
+    "timedelta": lambda v: type(v) is _dt.timedelta,
+    "time": lambda v: type(v) is _dt.time,
+    "path": lambda v: False,
+    "stream": lambda v: isinstance(v, (io.BytesIO, io.StringIO)),
+    "callable": lambda v: v is _callback,
+}
+# Annotation names (the last dotted part, any subscript dropped) and the
+# kind each means.
+ANNOTATION_KINDS = {
+    "int": "int", "float": "float", "str": "str", "bytes": "bytes", "bool": "bool",
+    "list": "list", "List": "list", "Sequence": "list", "MutableSequence": "list", "Iterable": "list",
+    "Collection": "list", "Iterator": "list",
+    "tuple": "tuple", "Tuple": "tuple",
+    "dict": "dict", "Dict": "dict", "Mapping": "dict", "MutableMapping": "dict",
+    "date": "date", "datetime": "datetime", "timedelta": "timedelta", "time": "time",
+    "Path": "path", "PurePath": "path", "PosixPath": "path", "PathLike": "path",
+    "IO": "stream", "BinaryIO": "stream", "TextIO": "stream", "BytesIO": "stream", "StringIO": "stream",
+    "IOBase": "stream", "RawIOBase": "stream", "BufferedIOBase": "stream", "TextIOBase": "stream",
+    "Callable": "callable",
+}
 
 
-def rungs(arity):
+def _column(kind):
+    if kind == "path":
+        rest = [v for v in LADDER if not (type(v) is str and v in _PATHS)]
+        return [pathlib.Path(p) for p in _PATHS] + rest
+    test = KIND_VALUES.get(kind)
+    if test is None:
+        return LADDER
+    first = [v for v in LADDER if test(v)]
+    return first + [v for v in LADDER if not test(v)]
+
+
+def rungs(arity, kinds=None):
+    """The rungs of a function of this arity whose required parameters
+    have these kinds (None or "" for a parameter that says nothing)."""
     if arity == 0:
         return [()]
-    return [(v,) * arity for v in LADDER] + MIXED.get(arity, [])
+    kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
+    cols = [_column(k) for k in kinds]
+    return [tuple(c[j] for c in cols) for j in range(len(LADDER))] + MIXED.get(arity, [])
 
 
-RUNGS = {a: rungs(a) for a in range(4)}
+def ladder_key(arity, kinds):
+    """Names one ladder: functions with the same key get the same rungs."""
+    kinds = [k or "" for k in list(kinds or [])[:arity]]
+    while kinds and not kinds[-1]:
+        kinds.pop()
+    return "%d:%s" % (arity, ",".join(kinds)) if kinds else str(arity)
+
+
+_RUNGS = {}
+
+
+def rungs_of(arity, kinds):
+    key = ladder_key(arity, kinds)
+    if key not in _RUNGS:
+        _RUNGS[key] = rungs(arity, kinds)
+    return _RUNGS[key]
+
+
+def annotation_kind(node):
+    """The kind an annotation names, or "" when it names none the ladder
+    knows: int, list[str], Optional[datetime], "Path", os.PathLike..."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
+        return annotation_kind(node.left) or annotation_kind(node.right)
+    if isinstance(node, ast.Subscript):
+        base = _last_name(node.value)
+        if base in ("Optional", "Union"):
+            inner = node.slice
+            parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            for part in parts:
+                k = annotation_kind(part)
+                if k:
+                    return k
+            return ""
+        if base == "Annotated":
+            inner = node.slice
+            return annotation_kind(inner.elts[0] if isinstance(inner, ast.Tuple) else inner)
+        return ANNOTATION_KINDS.get(base, "")
+    return ANNOTATION_KINDS.get(_last_name(node), "")
+
+
+def _last_name(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
 
 
 # ---------------------------------------------------------------- canonical
@@ -81,7 +228,18 @@ class NoCanon(Exception):
     """The value has no canonical form (its repr carries an address)."""
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|^<.*>$", re.S)
+# A repr with an address in it means nothing from one process to the next;
+# a repr shaped <...> without one (an enum member, a sentinel) is canonical.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{8,}")
+_AT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# Inside a <...> repr a long decimal is an address too: a thread's ident,
+# an id().
+_ANGLE_ID = re.compile(r"^<.*\b\d{12,}\b.*>$", re.S)
+
+# A lazy answer (a generator, a map or zip object, any iterator) is consumed
+# up to this many items: enough to show its values and their order, while an
+# endless one (itertools.count) still ends. One cut off says so.
+MAX_ITEMS = 1000
 
 
 def _typename(t):
@@ -90,17 +248,21 @@ def _typename(t):
     return name if mod in ("builtins", "", None) else mod + "." + name
 
 
-def canon_text(x, sort_sets=False):
+def canon_text(x, sort_sets=False, memo=None, dict_order=False):
     """Canonical text of a value. Dict key order is not semantic, list and
     tuple order is, a set is written in its iteration order (or sorted, when
-    sort_sets asks whether two answers differ by order only)."""
+    sort_sets asks whether two answers differ by order only). memo keeps
+    what iterators gave, so a second pass over one value sees the same
+    items; dict_order writes dicts as they are ordered (how an argument is
+    shown, never how answers compare)."""
     out = []
     sets = [False]
-    _canon(x, out, set(), sort_sets, sets)
+    ctx = (sort_sets, sets, {} if memo is None else memo, dict_order)
+    _canon(x, out, set(), ctx)
     return "".join(out), sets[0]
 
 
-def _canon(x, out, path, sort_sets, sets):
+def _canon(x, out, path, ctx):
     t = type(x)
     if x is None or t is bool or t is int or t is float or t is complex:
         if t is int:
@@ -112,7 +274,9 @@ def _canon(x, out, path, sort_sets, sets):
             out.append(repr(x))
         return
     if t is str:
-        out.append(json.dumps(x, ensure_ascii=False))
+        # A string can carry an address (a repr echoed back): masked, as a
+        # value whose repr holds one has no canonical form.
+        out.append(json.dumps(_AT_ADDRESS.sub(" at 0x…", x) if " at 0x" in x else x, ensure_ascii=False))
         return
     if t is bytes or t is bytearray:
         out.append(repr(x))
@@ -124,7 +288,7 @@ def _canon(x, out, path, sort_sets, sets):
     if isinstance(x, (list, tuple, set, frozenset, dict)):
         path.add(ident)
         try:
-            _canon_container(x, t, out, path, sort_sets, sets)
+            _canon_container(x, t, out, path, ctx)
         finally:
             path.discard(ident)
         return
@@ -137,7 +301,7 @@ def _canon(x, out, path, sort_sets, sets):
                 if i:
                     out.append(",")
                 out.append(f.name + "=")
-                _canon(getattr(x, f.name), out, path, sort_sets, sets)
+                _canon(getattr(x, f.name), out, path, ctx)
             out.append(")")
         finally:
             path.discard(ident)
@@ -151,22 +315,71 @@ def _canon(x, out, path, sort_sets, sets):
     if isinstance(x, enum.Enum):
         out.append(_typename(t) + "." + str(x.name))
         return
+    if t is types.FunctionType:
+        # A function is its name: where it lives is the same in every run.
+        out.append("function:" + getattr(x, "__module__", "?") + "." + getattr(x, "__qualname__", "?"))
+        return
+    if isinstance(x, (io.BytesIO, io.StringIO)):
+        # A stream is its content and where it has been read to.
+        name = "BytesIO" if isinstance(x, io.BytesIO) else "StringIO"
+        out.append("io.%s(%r, pos=%d)" % (name, x.getvalue(), x.tell()))
+        return
+    if _lazy(x):
+        path.add(ident)
+        try:
+            _canon_lazy(x, t, out, path, ctx)
+        finally:
+            path.discard(ident)
+        return
     r = repr(x)
-    if _ADDRESS.search(r):
+    if _ADDRESS.search(r) or _ANGLE_ID.match(r):
         raise NoCanon(_typename(t))
     out.append(_typename(t) + ":" + r)
 
 
-def _canon_container(x, t, out, path, sort_sets, sets):
+def _lazy(x):
+    """An iterator whose items are the answer; never a file, whose
+    iteration reads (or blocks on) the world outside the value."""
+    return hasattr(type(x), "__next__") and hasattr(type(x), "__iter__") and not isinstance(x, io.IOBase)
+
+
+def _canon_lazy(x, t, out, path, ctx):
+    memo = ctx[2]
+    got = memo.get(id(x))
+    if got is None:
+        items, end = [], ""
+        try:
+            for item in x:
+                if len(items) == MAX_ITEMS:
+                    end = "…cut at %d" % MAX_ITEMS
+                    break
+                items.append(item)
+        except Exception as e:  # raising mid-way is part of the answer
+            end = "!E:" + _typename(type(e))
+        got = memo[id(x)] = (items, end, x)  # x kept alive: its id stays its own
+    items, end, _ = got
+    out.append("iter:" + _typename(t) + "[")
+    for i, e in enumerate(items):
+        if i:
+            out.append(",")
+        _canon(e, out, path, ctx)
+    if end:
+        out.append(("," if items else "") + end)
+    out.append("]")
+
+
+def _canon_container(x, t, out, path, ctx):
+    sort_sets, sets, _, dict_order = ctx
     prefix = "" if t in (list, tuple, dict, set, frozenset) else _typename(t)
     if isinstance(x, dict):
         items = []
         for k, v in x.items():
             kt, vt = [], []
-            _canon(k, kt, path, sort_sets, sets)
-            _canon(v, vt, path, sort_sets, sets)
+            _canon(k, kt, path, ctx)
+            _canon(v, vt, path, ctx)
             items.append("".join(kt) + ":" + "".join(vt))
-        items.sort()
+        if not dict_order:
+            items.sort()
         out.append(prefix + "{" + ",".join(items) + "}")
         return
     if isinstance(x, (set, frozenset)):
@@ -174,7 +387,7 @@ def _canon_container(x, t, out, path, sort_sets, sets):
         parts = []
         for e in x:
             p = []
-            _canon(e, p, path, sort_sets, sets)
+            _canon(e, p, path, ctx)
             parts.append("".join(p))
         if sort_sets:
             parts.sort()
@@ -188,7 +401,7 @@ def _canon_container(x, t, out, path, sort_sets, sets):
             if i:
                 out.append(",")
             out.append(f + "=")
-            _canon(v, out, path, sort_sets, sets)
+            _canon(v, out, path, ctx)
         out.append(")")
         return
     opening, closing = ("(", ")") if isinstance(x, tuple) else ("[", "]")
@@ -196,7 +409,7 @@ def _canon_container(x, t, out, path, sort_sets, sets):
     for i, e in enumerate(x):
         if i:
             out.append(",")
-        _canon(e, out, path, sort_sets, sets)
+        _canon(e, out, path, ctx)
     if isinstance(x, tuple) and len(x) == 1:
         out.append(",")
     out.append(closing)
@@ -212,10 +425,11 @@ def shorten(text):
 def answer(value):
     """Returns (canonical, order_free) for a returned value; order_free is
     set only when the value holds a set, so "order only" can be told."""
-    text, had_set = canon_text(value)
+    memo = {}
+    text, had_set = canon_text(value, memo=memo)
     free = None
     if had_set:
-        free = "V:" + shorten(canon_text(value, sort_sets=True)[0])
+        free = "V:" + shorten(canon_text(value, sort_sets=True, memo=memo)[0])
     return "V:" + shorten(text), free
 
 
@@ -224,11 +438,12 @@ def raised(exc):
 
 
 def display(args):
-    """How a rung is shown in a report: canonical, sets sorted, so the text
-    does not depend on the hash seed of the process that wrote it."""
+    """How a rung is shown in a report: as the function received it (dicts
+    in the order of their keys), with sets sorted, so the text does not
+    depend on the hash seed of the process that wrote it."""
     if not isinstance(args, tuple):
         raise TypeError("display takes a rung: a tuple of arguments")
-    return [canon_text(a, sort_sets=True)[0] for a in args]
+    return [canon_text(a, sort_sets=True, dict_order=True)[0] for a in args]
 
 
 # ----------------------------------------------------------------- channel
@@ -261,9 +476,14 @@ class Channel:
 
 def discover(req):
     ch = Channel(req.get("nonce", ""))
-    ch.send({"k": "ladder", "rungs": {str(a): [display(r) for r in rungs(a)] for a in range(4)}})
+    keys = {str(a): (a, []) for a in range(MAX_ARITY + 1)}
     for f in req["files"]:
-        ch.send(describe_module(f["path"], f["rel"]))
+        rec = describe_module(f["path"], f["rel"])
+        for fn in rec.get("functions", []):
+            if fn["required"] <= MAX_ARITY:
+                keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
+        ch.send(rec)
+    ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs_of(a, kinds)] for k, (a, kinds) in sorted(keys.items())}})
     ch.send({"k": "done"})
 
 
@@ -291,11 +511,33 @@ def describe_module(path, rel):
     top_level = []
     for node in tree.body:
         _collect_imports(node, aliases)
-    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    funcs = []
-    for node in tree.body:
+    defs = []
+    _module_level(tree.body, defs, top_level)
+    names = {n.name for n in defs}
+    funcs, by_name = [], {}
+    for node in defs:
+        by_name.setdefault(node.name, []).append(node)
+    for name, nodes in by_name.items():
+        funcs.append(_describe_name(nodes, aliases, names))
+    funcs.sort(key=lambda f: f["line"])
+    for f in funcs:
+        f["ladder"] = ladder_key(f["required"], f["kinds"])
+    rec["functions"] = funcs
+    rec["module_facts"] = _facts(top_level, aliases, names)
+    return rec
+
+
+# Statements whose bodies run at import, and so can define module-level
+# functions: version switches, optional imports, context managers.
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _module_level(body, defs, top_level):
+    """Every def that binds a module-level name, however deep in if, try
+    and with blocks, and the code that runs at import."""
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            funcs.append(_describe_function(node, aliases, names))
+            defs.append(node)
             # Decorators and default values run at import, not at call.
             top_level.extend(node.decorator_list)
             top_level.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
@@ -303,11 +545,45 @@ def describe_module(path, rel):
             # A class body runs at import; its methods' bodies do not.
             top_level.extend(node.decorator_list + node.bases + node.keywords)
             top_level.extend(n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        elif isinstance(node, _BLOCKS):
+            if isinstance(node, ast.If):
+                top_level.append(node.test)
+                blocks = [node.body, node.orelse]
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                top_level.extend(node.items)
+                blocks = [node.body]
+            else:
+                top_level.extend(h.type for h in node.handlers if h.type is not None)
+                blocks = [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]
+            for b in blocks:
+                _module_level(b, defs, top_level)
         elif not isinstance(node, (ast.Import, ast.ImportFrom)):
             top_level.append(node)
-    rec["functions"] = funcs
-    rec["module_facts"] = _facts(top_level, aliases, names)
-    return rec
+
+
+def _is_overload(node):
+    for d in node.decorator_list:
+        if _last_name(d.func if isinstance(d, ast.Call) else d) == "overload":
+            return True
+    return False
+
+
+def _describe_name(nodes, aliases, names):
+    """One entry per module-level name: what the import binds is what gets
+    probed. @overload stubs fold into the implementation; of several
+    definitions (an if/else version switch) the first real one gives the
+    signature and the line, and the gate sees all of their calls."""
+    real = [n for n in nodes if not _is_overload(n)] or nodes[-1:]
+    out = _describe_function(real[0], aliases, names)
+    for other in nodes:
+        if other is real[0]:
+            continue
+        more = _describe_function(other, aliases, names)["facts"]
+        out["facts"]["calls"].extend(more["calls"])
+        out["facts"]["set_iters"] = sorted(set(out["facts"]["set_iters"]) | set(more["set_iters"]))
+    if len(real) > 1:
+        out["definitions"] = len(real)
+    return out
 
 
 def _one_line(e):
@@ -335,6 +611,7 @@ def _describe_function(node, aliases, names):
     positional = a.posonlyargs + a.args
     required = len(positional) - len(a.defaults)
     kwonly_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    kinds = [annotation_kind(p.annotation) for p in positional[:required]]
     local = dict(aliases)
     _collect_imports(node, local)
     return {
@@ -346,6 +623,7 @@ def _describe_function(node, aliases, names):
         "varkw": a.kwarg.arg if a.kwarg else "",
         "kwonly_required": kwonly_required,
         "params": [p.arg for p in positional],
+        "kinds": kinds,
         "facts": _facts(node.body, local, names),
     }
 
@@ -428,13 +706,53 @@ def probe(plan):
     if limit:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    start, calls = plan.get("start", 0), plan["calls"]
+    segments = plan.get("segments")
+    if not segments:
+        run_calls(plan, ch, start, len(calls))
+        ch.send({"k": "done"})
+        return
+    # Each segment runs in a child forked from this worker, which has
+    # imported nothing scanned: the child imports its module and calls its
+    # calls as a fresh interpreter would, under this run's conditions, and
+    # many such lone runs share one interpreter start.
+    bounds = list(segments) + [len(calls)]
+    for k in range(len(segments)):
+        lo, hi = max(bounds[k], start), bounds[k + 1]
+        if lo >= hi:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                run_calls(plan, ch, lo, hi)
+            except BaseException:
+                code = 98
+            _flush_streams()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            # Die as the child died, so the engine names the call it was in.
+            import signal
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        if os.WEXITSTATUS(status) != 0:
+            os._exit(os.WEXITSTATUS(status))
+    ch.send({"k": "done"})
+
+
+def run_calls(plan, ch, lo, hi):
+    """Calls plan["calls"][lo:hi] in order, importing each module at its
+    first call, streaming a start and a result record per call."""
     state = ProcessState()
     modules = plan["modules"]
     loaded = {}
     skip = set(plan.get("skip", []))
     calls = plan["calls"]
     functions = plan["functions"]
-    for idx in range(plan.get("start", 0), len(calls)):
+    for idx in range(lo, hi):
         fi, ri = calls[idx]
         if fi in skip:
             continue
@@ -456,34 +774,52 @@ def probe(plan):
         # (a module __getattr__), and that must be under the call's limit.
         ch.send({"k": "s", "i": idx})
         try:
-            target = getattr(mod, fn["name"], None)
+            target = getattr(mod, fn["name"], _UNBOUND)
         except BaseException as e:
             target = e
+        if target is _UNBOUND:
+            ch.send({"k": "nc", "i": idx, "why": "after import the module has no attribute %s: defined in a block that did not run here, or deleted" % fn["name"]})
+            skip.add(fi)
+            state.restore()
+            continue
         if not callable(target) or isinstance(target, BaseException):
             ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
             skip.add(fi)
             state.restore()
             continue
-        base = RUNGS[fn["arity"]][ri]
+        base = rungs_of(fn["arity"], fn.get("kinds"))[ri]
         before = set(threading.enumerate())
         rec = {"k": "r", "i": idx}
-        v, free, why = call(target, copy.deepcopy(base))
-        state.restore()
+        v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()))
         if v is None:
             rec["x"] = why
         else:
             rec["v"] = v
             if free is not None:
                 rec["o"] = free
-            breaker, v2 = in_process_breakers(target, base, v, state.restore, fn.get("order_free", ()))
             if breaker:
                 rec["b"], rec["v2"] = breaker, v2
         leaked = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
         if leaked:
             rec["th"] = len(leaked)
-        state.restore()
+            state.restore()  # the thread may have moved it since
         ch.send(rec)
-    ch.send({"k": "done"})
+
+
+_UNBOUND = object()
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath)
+
+
+def _immutable(x):
+    if isinstance(x, tuple):
+        return all(_immutable(e) for e in x)
+    return isinstance(x, _IMMUTABLE)
+
+
+def fresh(args):
+    """A copy of a rung that the call may change without changing the
+    ladder; an immutable rung is its own copy."""
+    return args if _immutable(args) else copy.deepcopy(args)
 
 
 def call(target, args):
@@ -506,30 +842,45 @@ def call(target, args):
         return None, None, "its repr raised %s" % _typename(type(e))
 
 
-def in_process_breakers(target, base, first, reset=lambda: None, order_free=()):
-    """The governor's in-process breakers: call again on an identical input
-    (hidden state, clocks, RNGs break here), then with every dict rebuilt in
-    reversed key order (reliance on insertion order breaks here), then with
-    each argument declared order-free reversed (an order that should not
-    matter but does breaks here)."""
-    again, _, _ = call(target, copy.deepcopy(base))
-    reset()
-    if again is not None and again != first:
-        return "repeat", again
-    if _has_dict(base):
-        flipped, _, _ = call(target, _reverse_dicts(copy.deepcopy(base)))
+def probe_call(target, base, reset=lambda: None, order_free=()):
+    """One rung: the call, then the governor's in-process breakers. Every
+    call is made from this one line, so a function that looks at its
+    caller's stack sees the same stack each time. Returns (canonical,
+    order_free, why, breaker, second answer)."""
+    first = first_free = None
+    for breaker, args in _breaker_inputs(base, order_free):
+        v, free, why = call(target, args)
         reset()
-        if flipped is not None and flipped != first:
-            return "dict-order", flipped
+        if breaker is None:
+            if v is None:
+                return None, None, why, None, None
+            first, first_free = v, free
+        elif v is not None and v != first:
+            return first, first_free, None, breaker, v
+    return first, first_free, None, None, None
+
+
+def _breaker_inputs(base, order_free=()):
+    """The rung, then the governor's breakers' inputs: the identical input
+    again (hidden state, clocks, RNGs break here), every dict rebuilt in
+    reversed key order (reliance on insertion order breaks here), and each
+    argument declared order-free reversed (an order that should not matter
+    but does breaks here)."""
+    yield None, fresh(base)
+    yield "repeat", fresh(base)
+    if _has_dict(base):
+        yield "dict-order", _reverse_dicts(copy.deepcopy(base))
     for i in order_free:
         if i < len(base) and isinstance(base[i], (list, tuple)) and len(base[i]) > 1:
             args = copy.deepcopy(base)
-            args = args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
-            permuted, _, _ = call(target, args)
-            reset()
-            if permuted is not None and permuted != first:
-                return "order-free", permuted
-    return None, None
+            yield "order-free", args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
+
+
+def in_process_breakers(target, base, first=None, reset=lambda: None, order_free=()):
+    """The breaker that fired on one rung and its second answer, or
+    (None, None)."""
+    _, _, _, breaker, v2 = probe_call(target, base, reset, order_free)
+    return (breaker, v2) if breaker else (None, None)
 
 
 def _has_dict(x):
@@ -740,6 +1091,14 @@ def posture(req):
     ch.send({"k": "done"})
 
 
+def _flush_streams():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def main(argv):
     if len(argv) != 3 or argv[1] not in ("discover", "probe", "posture"):
         sys.stderr.write("usage: worker.py discover|probe|posture REQUEST.json\n")
@@ -753,11 +1112,7 @@ def main(argv):
         posture(req)
     else:
         probe(req)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
+    _flush_streams()
     # Leave at once: a non-daemon thread the scanned code left running would
     # otherwise hold the interpreter open at shutdown.
     os._exit(0)

@@ -80,6 +80,12 @@ func TestFixtureLabels(t *testing.T) {
 			continue
 		}
 		want := label
+		if label == "order-sensitive" {
+			want = engine.VerdictDeterministic
+			if f.OrderSensitive == nil || f.OrderSensitive.Breaker != engine.BreakerDictOrder {
+				t.Errorf("%s: labelled order-sensitive, the report does not say so: %+v", name, f.OrderSensitive)
+			}
+		}
 		if name == "always_raises" {
 			// Labelled deterministic, as a fact; the checker never saw it
 			// return and says so with a look.

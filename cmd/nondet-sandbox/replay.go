@@ -68,7 +68,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if err != nil {
 		return err
 	}
-	w := f.Witness
+	w := f.Replayable()
 	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", f.ID, strings.Join(w.Args, ", "), w.Rung)
 	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", w.Answers[0].Value, w.Answers[1].Value)
 	reproduced := true

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// corpusTargets finds the installed corpus packages (fixtures/corpus/packages)
+// in the test interpreter's environment.
+func corpusTargets(t *testing.T, python string) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../fixtures/corpus/packages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets, missing []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
+			continue
+		}
+		out, err := exec.Command(python, "-I", "-c", "import "+fs[1]+"; print("+fs[1]+".__file__)").Output()
+		if err != nil {
+			missing = append(missing, fs[0])
+			continue
+		}
+		file := strings.TrimSpace(string(out))
+		if filepath.Base(file) == "__init__.py" {
+			file = filepath.Dir(file)
+		}
+		targets = append(targets, file)
+	}
+	if len(missing) > 0 {
+		testenv.Skip(t, "corpus packages not installed: apt-get install "+strings.Join(missing, " ")+" (make corpus)")
+	}
+	return targets
+}
+
+// corpusLabels reads fixtures/corpus/labels: each finding of the corpus
+// scan triaged by hand, "true" (one input, two answers, for the reason
+// given) or "false" (with why the tool was wrong).
+func corpusLabels(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("../../fixtures/corpus/labels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
+			continue
+		}
+		out[fs[0]] = fs[1]
+	}
+	return out
+}
+
+// TestRealWorldCorpus scans real third-party packages nobody here wrote
+// and grades every finding against hand triage: a finding nobody triaged
+// fails the test (so a change that adds findings must triage them), and
+// the precision of `nondeterministic` must stay at least 0.95.
+func TestRealWorldCorpus(t *testing.T) {
+	testenv.NeedRoot(t)
+	python := "/usr/bin/python3" // Debian's: the corpus is Debian's packages
+	if _, err := os.Stat(python); err != nil {
+		testenv.Skip(t, "Debian's python3 is not installed")
+	}
+	targets := corpusTargets(t, python)
+	labels := corpusLabels(t)
+	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: python, runtimeName: "embedded", jobs: 2, seed: 8,
+		callTimeout: 5 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	var out, errOut bytes.Buffer
+	err := runRun(context.Background(), opts, targets, &out, &errOut)
+	if errors.Is(err, engine.ErrRuntime) {
+		testenv.Skip(t, err.Error())
+	}
+	if err != nil && !errors.Is(err, errFindings) {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var rep engine.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var truePos, falsePos int
+	var untriaged []string
+	for _, f := range rep.Findings() {
+		switch labels[f.ID] {
+		case "true":
+			truePos++
+		case "false":
+			falsePos++
+		default:
+			untriaged = append(untriaged, f.ID+" ("+strings.Join(f.Causes, ",")+")")
+		}
+	}
+	sort.Strings(untriaged)
+	for _, id := range untriaged {
+		t.Errorf("finding not triaged in fixtures/corpus/labels: %s", id)
+	}
+	c := rep.Census
+	t.Logf("corpus: %d functions; %d nondeterministic (%d true, %d false), %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others",
+		len(rep.Functions), c.Nondeterministic, truePos, falsePos, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers)
+	if n := truePos + falsePos; n > 0 {
+		precision := float64(truePos) / float64(n)
+		t.Logf("precision of nondeterministic: %.3f", precision)
+		if precision < 0.95 {
+			t.Errorf("precision %.3f is below 0.95", precision)
+		}
+	}
+}

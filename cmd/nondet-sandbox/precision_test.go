@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// precisionLabel is one line of fixtures/precision.labels.
+type precisionLabel struct {
+	id, verdict, extra string
+}
+
+func precisionLabels(t *testing.T) []precisionLabel {
+	t.Helper()
+	f, err := os.Open("../../fixtures/precision.labels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []precisionLabel
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fs := strings.Fields(line)
+		out = append(out, precisionLabel{fs[0], fs[1], fs[2]})
+	}
+	if len(out) < 19 {
+		t.Fatalf("want at least 19 labels, got %d", len(out))
+	}
+	return out
+}
+
+// TestPrecisionFixtures grades every class of false or missed finding seen
+// on real code against labels written down apart from the names: a dict
+// echo is not a finding, a getter moved by a setter is not one and names
+// the setter, functions in if/try/with blocks are listed, an overload is
+// one entry, variadics are probed, lazy answers have a canonical form, and
+// dates and paths reach what they must.
+func TestPrecisionFixtures(t *testing.T) {
+	labels := precisionLabels(t)
+	for _, rt := range []string{"host", "embedded"} {
+		t.Run(rt, func(t *testing.T) {
+			if rt != "host" {
+				testenv.NeedRoot(t)
+			}
+			opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: rt, jobs: 2, seed: 11,
+				callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+			var out, errOut bytes.Buffer
+			err := runRun(context.Background(), opts, []string{"../../fixtures/precision"}, &out, &errOut)
+			if errors.Is(err, engine.ErrRuntime) {
+				testenv.Skip(t, err.Error())
+			}
+			if !errors.Is(err, errFindings) {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			var rep engine.Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string]int{}
+			for _, f := range rep.Functions {
+				ids[f.ID]++
+			}
+			for id, n := range ids {
+				if n > 1 {
+					t.Errorf("%s appears %d times in the report", id, n)
+				}
+			}
+			for _, l := range labels {
+				f := rep.Function(l.id)
+				if f == nil {
+					t.Errorf("%s: not in the report", l.id)
+					continue
+				}
+				if f.Verdict != l.verdict {
+					t.Errorf("%s: want %s, got %s (%s)", l.id, l.verdict, f.Verdict, f.Reason)
+				}
+				kind, arg, _ := strings.Cut(l.extra, ":")
+				switch kind {
+				case "order-sensitive":
+					if f.OrderSensitive == nil {
+						t.Errorf("%s: want order-sensitive", l.id)
+					}
+				case "moved-by":
+					if f.MovedBy == nil || f.MovedBy.Culprit != arg {
+						t.Errorf("%s: want moved by %s, got %+v", l.id, arg, f.MovedBy)
+					}
+				case "moves":
+					if !slices.Contains(f.Moves, arg) {
+						t.Errorf("%s: want named as moving %s, got %v", l.id, arg, f.Moves)
+					}
+				case "cause":
+					if len(f.Causes) == 0 || f.Causes[0] != arg {
+						t.Errorf("%s: want first cause %s, got %v", l.id, arg, f.Causes)
+					}
+				}
+				if f.Verdict == engine.VerdictNondeterministic && f.OrderSensitive == nil && f.Witness == nil {
+					t.Errorf("%s: a finding without a witness", l.id)
+				}
+			}
+			if rep.Census.OrderSensitive < 2 || rep.Census.MovedByOthers < 1 {
+				t.Errorf("census: %+v", rep.Census)
+			}
+			// Only findings count for the exit status: rescanning just the
+			// echo and the getter finds nothing.
+			var quiet bytes.Buffer
+			err = runRun(context.Background(), opts, []string{"../../fixtures/precision/echo.py"}, &quiet, &bytes.Buffer{})
+			if err != nil {
+				t.Errorf("an order-sensitive function alone: want exit 0, got %v", err)
+			}
+			// Every finding replays.
+			report := t.TempDir() + "/r.json"
+			if err := os.WriteFile(report, out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"blocks.py::scatter", "blocks.py::epoch_hour", "echo.py::keys_csv"} {
+				var rout bytes.Buffer
+				ro := replayOptions{runOptions: opts, report: report, root: "."}
+				err := runReplay(context.Background(), ro, id, &rout, &bytes.Buffer{}, true, true)
+				if !errors.Is(err, errFindings) {
+					t.Errorf("replay %s: %v\n%s", id, err, rout.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// confirmRounds is how many times a pair of lone runs is tried before a
+// finding counts as not reproduced alone: an RNG with few outcomes can
+// agree with itself once by chance.
+const confirmRounds = 2
+
+// confirm checks every cross-run finding alone before it is called one: a
+// fresh interpreter imports only the function's module and calls only that
+// function, its own rungs in the witness run's order up to the witness
+// rung, under each of the witness's two runs' conditions. A function moved
+// by its own earlier calls (a counter, a cache) reproduces this way; one
+// moved by what other functions left behind does not, and is then not
+// nondeterministic: bisect names the function that moved it. When its
+// repeat breaker fires in a lone run (alone, one input, two answers), that
+// is confirmation too: an RNG whose two lone runs agree by chance.
+func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladder ladders) {
+	var pending []*probe
+	for _, p := range probes {
+		f := p.fn
+		if f.Verdict != VerdictNondeterministic || f.Witness == nil || f.Witness.Breaker != "" {
+			continue
+		}
+		pending = append(pending, p)
+	}
+	alone := map[int]string{} // probe -> its one answer alone
+	for round := 0; round < confirmRounds && len(pending) > 0; round++ {
+		// The findings whose witnesses compare the same two runs share a
+		// container per run: each function runs in a child of its own.
+		groups := map[[2]int][]*probe{}
+		var keys [][2]int
+		for _, p := range pending {
+			w := p.fn.Witness
+			key := [2]int{w.Answers[0].Run, w.Answers[1].Run}
+			if _, ok := groups[key]; !ok {
+				keys = append(keys, key)
+			}
+			groups[key] = append(groups[key], p)
+		}
+		var tasks []task
+		res := map[[2]int]*results{}
+		for _, key := range keys {
+			var runs []RunConditions
+			for _, run := range key {
+				rc := s.runs[run]
+				rc.ID, rc.Purpose = -1, "confirm"
+				runs = append(runs, rc)
+			}
+			shards := loneShards(groups[key], s.opts.Jobs)
+			res[key] = s.newRunResults(shards, len(runs), ladder)
+			tasks = append(tasks, s.tasks(shards, runs, res[key])...)
+		}
+		s.runPool(ctx, tasks)
+		if ctx.Err() != nil {
+			return
+		}
+		var again []*probe
+		for _, key := range keys {
+			r := res[key]
+			for _, p := range groups[key] {
+				r.importAnswers(p)
+				outs := r.calls[p.Index][p.fn.Witness.Rung]
+				a, b := outs[0], outs[1]
+				switch {
+				case !canonical(a) || !canonical(b):
+					// The lone runs could not answer (the sandbox failed,
+					// the call crashed): the finding stands on the main
+					// runs, and says it was not confirmed.
+					why := "the witness rung gave no canonical answer alone"
+					if fails := r.shardError[p.Index]; len(fails) > 0 {
+						why = "the sandbox could not run it: " + firstOf(fails)
+					}
+					p.fn.Reason += "; it could not be confirmed alone: " + why
+				case a.value != b.value, repeatFired(r.calls[p.Index]):
+					// Reproduced alone: a fact.
+				case round > 0 && alone[p.Index] != a.value:
+					// Alone, under the same conditions, two answers: the
+					// process itself moves it.
+				default:
+					alone[p.Index] = a.value
+					again = append(again, p)
+				}
+			}
+		}
+		pending = again
+	}
+	if len(pending) > 0 {
+		s.bisect(ctx, pending, alone, main, ladder)
+	}
+}
+
+// loneShards spreads functions over up to jobs lone shards, so a group's
+// lone runs use every core.
+func loneShards(ps []*probe, jobs int) []*shard {
+	n := max(1, min(jobs, len(ps)))
+	shards := make([]*shard, n)
+	for i := range shards {
+		shards[i] = &shard{ID: i, alone: true, upTo: map[int]int{}}
+	}
+	for i, p := range ps {
+		sh := shards[i%n]
+		sh.Probes = append(sh.Probes, p)
+		sh.upTo[p.Index] = p.fn.Witness.Rung
+	}
+	return shards
+}
+
+// repeatFired says whether the repeat breaker fired on any rung.
+func repeatFired(rungs [][]outcome) bool {
+	for _, runs := range rungs {
+		for _, o := range runs {
+			if o.breaker == BreakerRepeat {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bisection searches the calls that ran before one function in its
+// witness run for the function whose calls moved it.
+type bisection struct {
+	p      *probe
+	run    int           // the witness run that was moved
+	rc     RunConditions // its conditions
+	moved  string        // what the function answered there
+	alone  string        // what it answers alone
+	order  [][2]int      // the run's calls, as (probe index, rung)
+	same   []int         // functions of its own module called before it
+	before []int         // every function called before it, in order
+	cand   []int         // the candidates being searched
+	lo, hi int           // cand[:lo] does not move it, cand[:hi] does
+	stage  int           // 0: own module's, 1: everyone's, 2: bisecting
+	k      int           // the prefix length being tried
+}
+
+// bisect names, for each function that did not reproduce alone, the
+// function whose calls before it moved it: first among its own module's
+// (where module-level state lives), then among every function the run
+// called before it, by halving the prefix of calls that reproduces the
+// moved answer. One interpreter per step, every pending search's step in
+// one pool.
+//
+// Only the calls since the run's last fresh interpreter count: a call
+// that timed out or crashed ended its interpreter, and the state with it.
+func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]string, main *results, ladder ladders) {
+	byIndex := map[int]*probe{}
+	shardOf := map[int]*shard{}
+	for _, sh := range s.mainShards {
+		for _, p := range sh.Probes {
+			byIndex[p.Index] = p
+			shardOf[p.Index] = sh
+		}
+	}
+	var active []*bisection
+	for _, p := range pending {
+		w := p.fn.Witness
+		b := &bisection{p: p, alone: alone[p.Index], run: -1}
+		for _, a := range w.Answers {
+			if a.Value != b.alone {
+				b.run, b.moved = a.Run, a.Value
+				break
+			}
+		}
+		sh := shardOf[p.Index]
+		if b.run < 0 || sh == nil {
+			s.movedBy(b, "")
+			continue
+		}
+		b.rc = s.runs[b.run]
+		b.rc.ID, b.rc.Purpose = -1, "bisect"
+		seen := sh.under(s.runs[b.run])
+		if seen == nil {
+			s.movedBy(b, "")
+			continue
+		}
+		calls, _ := seen.callPlan(s.runs[b.run], ladder)
+		for _, c := range calls {
+			idx := seen.Probes[c[0]].Index
+			switch main.calls[idx][c[1]][b.run].kind {
+			case timedOut, crashed:
+				// A fresh interpreter went on after it: nothing before
+				// it can have moved what came after.
+				b.order = b.order[:0]
+				continue
+			case notRun, skipped:
+				continue
+			}
+			b.order = append(b.order, [2]int{idx, c[1]})
+			if idx == p.Index && c[1] == w.Rung {
+				break // nothing after the witness call matters
+			}
+		}
+		for _, c := range b.order {
+			if c[0] == p.Index {
+				break
+			}
+			if !slices.Contains(b.before, c[0]) {
+				b.before = append(b.before, c[0])
+				if byIndex[c[0]].Module == p.Module {
+					b.same = append(b.same, c[0])
+				}
+			}
+		}
+		switch {
+		case !slices.Contains(b.order, [2]int{p.Index, w.Rung}), len(b.before) == 0:
+			s.movedBy(b, "")
+			continue
+		case len(b.same) > 0:
+			b.cand, b.k = b.same, len(b.same)
+		default:
+			b.cand, b.k, b.stage = b.before, len(b.before), 1
+		}
+		active = append(active, b)
+	}
+	for len(active) > 0 && ctx.Err() == nil {
+		// One step of every search per round; the steps replaying one run
+		// share a container, each in a lone run (a child of its own).
+		byRun := map[int]*shard{}
+		var runsOrder []int
+		target := make([]*probe, len(active)) // each step's copy of its function
+		for i, b := range active {
+			sh := byRun[b.run]
+			if sh == nil {
+				sh = &shard{ID: len(runsOrder), calls: [][2]int{}}
+				byRun[b.run] = sh
+				runsOrder = append(runsOrder, b.run)
+			}
+			target[i] = b.segment(sh, b.cand[:b.k], byIndex)
+		}
+		var tasks []task
+		res := map[int]*results{}
+		for _, run := range runsOrder {
+			sh := byRun[run]
+			rc := s.runs[run]
+			rc.ID, rc.Purpose = -1, "bisect"
+			res[run] = s.newRunResults([]*shard{sh}, 1, ladder)
+			tasks = append(tasks, s.tasks([]*shard{sh}, []RunConditions{rc}, res[run])...)
+		}
+		s.runPool(ctx, tasks)
+		if ctx.Err() != nil {
+			return
+		}
+		var next []*bisection
+		for i, b := range active {
+			r := res[b.run]
+			r.importAnswers(target[i])
+			o := r.calls[target[i].Index][b.p.fn.Witness.Rung][0]
+			moves := canonical(o) && o.value != b.alone
+			switch {
+			case b.stage == 0 && moves, b.stage == 1 && moves:
+				b.stage, b.lo, b.hi = 2, 0, b.k
+			case b.stage == 0:
+				b.cand, b.k, b.stage = b.before, len(b.before), 1
+				next = append(next, b)
+				continue
+			case b.stage == 1:
+				s.movedBy(b, "")
+				continue
+			case moves:
+				b.hi = b.k
+			default:
+				b.lo = b.k
+			}
+			if b.hi-b.lo <= 1 {
+				s.movedBy(b, byIndex[b.cand[b.hi-1]].ID)
+				byIndex[b.cand[b.hi-1]].fn.addMoves(b.p.ID)
+				continue
+			}
+			b.k = (b.lo + b.hi) / 2
+			next = append(next, b)
+		}
+		active = next
+	}
+}
+
+// segment appends to sh a lone run of the run's calls of the given
+// functions and of the bisected one up to its witness rung, in the run's
+// order. The functions enter sh as copies with indices of their own, so
+// several steps' runs in one shard never share a result; it returns the
+// bisected function's copy.
+func (b *bisection) segment(sh *shard, funcs []int, byIndex map[int]*probe) *probe {
+	local := map[int]int{}
+	add := func(idx int) int {
+		if fi, ok := local[idx]; ok {
+			return fi
+		}
+		cp := *byIndex[idx]
+		cp.Index = -1 - len(sh.Probes) // never a real probe's index
+		local[idx] = len(sh.Probes)
+		sh.Probes = append(sh.Probes, &cp)
+		return local[idx]
+	}
+	sh.segments = append(sh.segments, len(sh.calls))
+	var own *probe
+	for _, c := range b.order {
+		if c[0] == b.p.Index {
+			fi := add(c[0])
+			own = sh.Probes[fi]
+			sh.calls = append(sh.calls, [2]int{fi, c[1]})
+			if c[1] == b.p.fn.Witness.Rung {
+				break
+			}
+			continue
+		}
+		if slices.Contains(funcs, c[0]) {
+			sh.calls = append(sh.calls, [2]int{add(c[0]), c[1]})
+		}
+	}
+	return own
+}
+
+// movedBy turns a finding that did not reproduce alone into what it is:
+// a function moved by state another function left behind.
+func (s *scan) movedBy(b *bisection, culprit string) {
+	f := b.p.fn
+	w := f.Witness
+	m := &MovedBy{Culprit: culprit, Run: b.run, Rung: w.Rung, Alone: b.alone, Moved: b.moved}
+	if b.run < 0 {
+		m.Run, m.Moved = w.Answers[1].Run, w.Answers[1].Value
+	}
+	f.MovedBy = m
+	f.Witness = nil
+	f.Causes = []string{}
+	f.Verdict = VerdictDeterministic
+	switch {
+	case culprit != "":
+		f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after %s had run: state that function left moved it (not nondeterminism)", m.Run, culprit)
+	default:
+		m.Detail = "the calls before it did not move it again when replayed"
+		f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after other functions had run in the same interpreter, and bisecting those calls did not name one (not nondeterminism)", m.Run)
+	}
+}
+
+func (f *Function) addMoves(id string) {
+	if !slices.Contains(f.Moves, id) {
+		f.Moves = append(f.Moves, id)
+		slices.Sort(f.Moves)
+	}
+}

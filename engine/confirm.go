@@ -222,26 +222,38 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 	for len(active) > 0 && ctx.Err() == nil {
 		// One step of every search per round; the steps replaying one run
 		// share a container, each in a lone run (a child of its own).
-		byRun := map[int]*shard{}
+		// The steps of one run spread over up to Jobs shards.
+		byRun := map[int][]*shard{}
 		var runsOrder []int
 		target := make([]*probe, len(active)) // each step's copy of its function
+		slot := make([]*shard, len(active))
 		for i, b := range active {
-			sh := byRun[b.run]
-			if sh == nil {
-				sh = &shard{ID: len(runsOrder), calls: [][2]int{}}
-				byRun[b.run] = sh
+			shs := byRun[b.run]
+			if shs == nil {
 				runsOrder = append(runsOrder, b.run)
 			}
+			if len(shs) < s.opts.Jobs {
+				shs = append(shs, &shard{ID: len(shs), calls: [][2]int{}})
+				byRun[b.run] = shs
+			}
+			sh := shs[0]
+			for _, c := range shs {
+				if len(c.calls) < len(sh.calls) {
+					sh = c
+				}
+			}
+			slot[i] = sh
 			target[i] = b.segment(sh, b.cand[:b.k], byIndex)
 		}
 		var tasks []task
-		res := map[int]*results{}
+		res := map[*shard]*results{}
 		for _, run := range runsOrder {
-			sh := byRun[run]
 			rc := s.runs[run]
 			rc.ID, rc.Purpose = -1, "bisect"
-			res[run] = s.newRunResults([]*shard{sh}, 1, ladder)
-			tasks = append(tasks, s.tasks([]*shard{sh}, []RunConditions{rc}, res[run])...)
+			for _, sh := range byRun[run] {
+				res[sh] = s.newRunResults([]*shard{sh}, 1, ladder)
+				tasks = append(tasks, s.tasks([]*shard{sh}, []RunConditions{rc}, res[sh])...)
+			}
 		}
 		s.runPool(ctx, tasks)
 		if ctx.Err() != nil {
@@ -249,7 +261,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		}
 		var next []*bisection
 		for i, b := range active {
-			r := res[b.run]
+			r := res[slot[i]]
 			r.importAnswers(target[i])
 			o := r.calls[target[i].Index][b.p.fn.Witness.Rung][0]
 			moves := canonical(o) && o.value != b.alone

@@ -106,6 +106,9 @@ MIXED = {
     3: [(0, 1, 2), ("a", "b", "c"), (FIVE_WORDS, 0, 3), (1, "alpha", None)],
 }
 MAX_ARITY = 3
+# Where the ladder's function lives differs from process to process; a
+# function that echoes it (its repr URL-quoted, its id) is not moved by it.
+_LADDER_IDS = (hex(id(_callback)), str(id(_callback)))
 
 # What an annotation says a parameter takes, as a kind; the ladder tries the
 # values of that kind first for that parameter (the rest follow, so every
@@ -274,9 +277,16 @@ def _canon(x, out, path, ctx):
             out.append(repr(x))
         return
     if t is str:
-        # A string can carry an address (a repr echoed back): masked, as a
-        # value whose repr holds one has no canonical form.
-        out.append(json.dumps(_AT_ADDRESS.sub(" at 0x…", x) if " at 0x" in x else x, ensure_ascii=False))
+        # A string can carry an address (a repr echoed back, even quoted or
+        # escaped): masked, as a value whose repr holds one has no canonical
+        # form; so is the ladder's own function's address, in hex or as an
+        # id, however the function wrote it.
+        if " at 0x" in x:
+            x = _AT_ADDRESS.sub(" at 0x…", x)
+        for mark in _LADDER_IDS:
+            if mark in x:
+                x = x.replace(mark, "<ladder address>")
+        out.append(json.dumps(x, ensure_ascii=False))
         return
     if t is bytes or t is bytearray:
         out.append(repr(x))
@@ -916,7 +926,8 @@ def _reverse_dicts(x, memo=None):
 class ProcessState:
     """What one call may change that would leak into the next function's
     calls and make it look nondeterministic: the working directory, the
-    standard streams, the environment, sys.path, the umask, the locale.
+    standard streams, the environment, sys.path, sys.argv, the umask, the
+    locale.
     Restored after every call; the probe is about the function, not about
     whatever ran before it."""
 
@@ -941,6 +952,7 @@ class ProcessState:
         self.environ = dict(os.environ)
         self.raw_copy = dict(self.raw) if self.raw is not None else None
         self.path = list(sys.path)
+        self.argv = list(sys.argv)
         self.umask = os.umask(0)
         os.umask(self.umask)
         try:
@@ -971,6 +983,10 @@ class ProcessState:
             self.raw = getattr(os.environ, "_data", None)
         if sys.path != self.path:
             sys.path[:] = self.path
+        # A command-line entry point that rewrites sys.argv (profile.main
+        # does) must not change what the next one parses.
+        if sys.argv != self.argv:
+            sys.argv[:] = self.argv
         os.umask(self.umask)
         if self.locale_name is not None:
             try:

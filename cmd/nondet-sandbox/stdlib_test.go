@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,19 @@ func TestStdlibScan(t *testing.T) {
 	if c.Nondeterministic+c.Deterministic+c.Look+c.NotProbed != len(rep.Functions) || len(rep.Functions) < 500 {
 		t.Errorf("census %+v does not add up to %d functions", c, len(rep.Functions))
 	}
+	// Precision on code nobody here wrote: no finding rests on a dict's
+	// key order or on state another function left, and that state is
+	// named where it is known to live (mimetypes' add_type feeds its
+	// guess_type).
+	for _, f := range rep.Findings() {
+		if f.Witness == nil || f.Witness.Breaker == engine.BreakerDictOrder || f.MovedBy != nil || slices.Contains(f.Causes, "dict-order") {
+			t.Errorf("%s: a finding with no witness of its own: %+v", f.ID, f.Witness)
+		}
+	}
+	if f := rep.Function("mimetypes.py::guess_type"); f == nil || f.Verdict == engine.VerdictNondeterministic ||
+		f.MovedBy == nil || f.MovedBy.Culprit != "mimetypes.py::add_type" {
+		t.Errorf("mimetypes.guess_type: want moved by mimetypes.py::add_type, not a finding: %+v", f)
+	}
 	for _, d := range watched {
 		if changed := changes(before[d], listing(d)); len(changed) > 0 {
 			t.Errorf("%s changed during the scan: %v", d, changed)
@@ -79,9 +93,9 @@ func TestStdlibScan(t *testing.T) {
 	if treeListing(stdlib) != stdlibTree {
 		t.Errorf("the standard library's tree changed during the scan")
 	}
-	t.Logf("stdlib scan: %d modules, %d functions, wall %s, %d containers, %d calls; %d nondeterministic, %d deterministic, %d look, %d not probed",
+	t.Logf("stdlib scan: %d modules, %d functions, wall %s, %d containers, %d calls; %d nondeterministic, %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others",
 		len(rep.Modules), len(rep.Functions), wall.Round(time.Second), rep.Processes, rep.Calls,
-		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers)
 }
 
 // listing is a directory's entries with sizes and times, one level deep,

@@ -127,25 +127,24 @@ func repeatFired(rungs [][]outcome) bool {
 // witness run for the function whose calls moved it.
 type bisection struct {
 	p      *probe
-	run    int           // the witness run that was moved
-	rc     RunConditions // its conditions
-	moved  string        // what the function answered there
-	alone  string        // what it answers alone
-	order  [][2]int      // the run's calls, as (probe index, rung)
-	same   []int         // functions of its own module called before it
-	before []int         // every function called before it, in order
-	cand   []int         // the candidates being searched
-	lo, hi int           // cand[:lo] does not move it, cand[:hi] does
-	stage  int           // 0: own module's, 1: everyone's, 2: bisecting
-	k      int           // the prefix length being tried
+	run    int      // the witness run that was moved
+	moved  string   // what the function answered there
+	alone  string   // what it answers alone
+	order  [][2]int // the run's calls, as (probe index, rung)
+	same   []int    // functions of its own module called before it
+	before []int    // every function called before it, in order
+	cand   []int    // the candidates being searched
+	lo, hi int      // cand[:lo] does not move it, cand[:hi] does
+	stage  int      // 0: own module's, 1: everyone's, 2: bisecting
+	k      int      // the prefix length being tried
 }
 
 // bisect names, for each function that did not reproduce alone, the
 // function whose calls before it moved it: first among its own module's
 // (where module-level state lives), then among every function the run
 // called before it, by halving the prefix of calls that reproduces the
-// moved answer. One interpreter per step, every pending search's step in
-// one pool.
+// moved answer. Each step is a lone run; every pending search's step of a
+// round runs at once, the steps replaying one run sharing its containers.
 //
 // Only the calls since the run's last fresh interpreter count: a call
 // that timed out or crashed ended its interpreter, and the state with it.
@@ -173,8 +172,6 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			s.movedBy(b, "")
 			continue
 		}
-		b.rc = s.runs[b.run]
-		b.rc.ID, b.rc.Purpose = -1, "bisect"
 		seen := sh.under(s.runs[b.run])
 		if seen == nil {
 			s.movedBy(b, "")

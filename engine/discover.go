@@ -66,14 +66,14 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	var recErr error
 	handle := func(line []byte) {
 		var head struct {
-			N string `json:"n"`
-			K string `json:"k"`
+			N string     `json:"n"`
+			K recordKind `json:"k"`
 		}
 		if json.Unmarshal(line, &head) != nil || head.N != nonce {
 			return
 		}
 		switch head.K {
-		case "ladder":
+		case kindLadder:
 			var l struct {
 				Rungs map[string][][]string `json:"rungs"`
 			}
@@ -84,14 +84,14 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 			for k, v := range l.Rungs {
 				d.ladder[k] = v
 			}
-		case "module":
+		case kindModule:
 			var m discoveredModule
 			if err := json.Unmarshal(line, &m); err != nil {
 				recErr = err
 				return
 			}
 			d.modules[m.Rel] = &m
-		case "done":
+		case kindDone:
 			done = true
 		}
 	}

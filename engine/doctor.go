@@ -37,6 +37,7 @@ type Posture struct {
 	Writable     []string         `json:"writable"`
 	Readonly     []string         `json:"readonly"`
 	Rlimits      map[string]int64 `json:"rlimits"`
+	CPUShare     float64          `json:"cpu_share"` // CPU seconds a busy thread got per second
 	Env          []string         `json:"env"`
 }
 
@@ -63,20 +64,26 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		d.Conditions = append(d.Conditions, sup)
 	}
 	if s.loc.note != "" {
-		d.Conditions[2] = sandbox.Support{Condition: "locale", Reason: s.loc.note}
+		for i := range d.Conditions {
+			if d.Conditions[i].Condition == "locale" {
+				d.Conditions[i] = sandbox.Support{Condition: "locale", Reason: s.loc.note}
+			}
+		}
 	}
 	nonce := newScanID() + newScanID()
-	path, err := s.sharedFile("posture.json", map[string]string{"nonce": nonce})
+	// On the host runtime the mount points are the host's: the probe
+	// must not write a file to each to see whether it could.
+	path, err := s.sharedFile("posture.json", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()})
 	if err != nil {
 		return nil, err
 	}
 	var got bool
 	handle := func(line []byte) {
 		var head struct {
-			N string `json:"n"`
-			K string `json:"k"`
+			N string     `json:"n"`
+			K recordKind `json:"k"`
 		}
-		if json.Unmarshal(line, &head) != nil || head.N != nonce || head.K != "posture" {
+		if json.Unmarshal(line, &head) != nil || head.N != nonce || head.K != kindPosture {
 			return
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
@@ -113,7 +120,7 @@ func WriteDiagnosis(w io.Writer, d *Diagnosis) error {
 	fmt.Fprintf(tw, "  user\tuid %d, gid %d; uid map %q\n", p.UID, p.GID, p.UIDMap)
 	fmt.Fprintf(tw, "  process\tpid %d, hostname %q\n", p.Pid, p.Hostname)
 	fmt.Fprintf(tw, "  environment\t%s\n", strings.Join(p.Env, " "))
-	fmt.Fprintf(tw, "  limits\tmemory %d bytes, pids %d, tmpfs %d bytes (configured); open files %d, processes %d, address space %d (seen)\n",
-		d.Limits.MemoryBytes, d.Limits.Pids, d.Limits.TmpfsBytes, p.Rlimits["RLIMIT_NOFILE"], p.Rlimits["RLIMIT_NPROC"], p.Rlimits["RLIMIT_AS"])
+	fmt.Fprintf(tw, "  limits\tmemory %d bytes, pids %d, tmpfs %d bytes, CPU %g cores (configured, 0: none); open files %d, processes %d, address space %d, CPU %.2f s per s busy (seen)\n",
+		d.Limits.MemoryBytes, d.Limits.Pids, d.Limits.TmpfsBytes, d.Limits.CPUs, p.Rlimits["RLIMIT_NOFILE"], p.Rlimits["RLIMIT_NPROC"], p.Rlimits["RLIMIT_AS"], p.CPUShare)
 	return tw.Flush()
 }

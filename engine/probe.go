@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -65,11 +64,6 @@ func (r *results) event(p int, e Event) {
 func newResults() *results {
 	return &results{calls: map[int][][]outcome{}, importErr: map[int]map[int]string{}, notCall: map[int]string{},
 		events: map[int][]Event{}, shardError: map[int]map[int]string{}}
-}
-
-// runAll runs every (shard, run) pair of the plan.
-func (s *scan) runAll(ctx context.Context, shards []*shard, ladder ladders) *results {
-	return s.runRuns(ctx, shards, s.runs, ladder)
 }
 
 // runRuns runs every shard under every one of runs, up to Jobs
@@ -172,21 +166,6 @@ type workerPlan struct {
 	Segments []int `json:"segments,omitempty"`
 }
 
-type record struct {
-	N   string `json:"n"`
-	K   string `json:"k"`
-	I   *int   `json:"i"`
-	M   *int   `json:"m"`
-	V   string `json:"v"`
-	O   string `json:"o"`
-	X   string `json:"x"`
-	Th  int    `json:"th"`
-	Err string `json:"err"`
-	Why string `json:"why"`
-	B   string `json:"b"`
-	V2  string `json:"v2"`
-}
-
 // runShard drives one shard through one run. When a call hangs or kills
 // the interpreter, that call is named and a fresh interpreter resumes the
 // shard after it, so every other function's results survive.
@@ -230,106 +209,21 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			s.shardFailed(sh, run, res, err.Error())
 			return
 		}
-		// The handler is a strict state machine over what the worker can
-		// say next: a start for exactly the next planned call, then its
-		// result. The scanned code shares the worker's process and can
-		// write to the channel; a record from the past (the real worker
-		// reporting a call the channel already "finished") gives a forger
-		// away, and everything recorded since that call is dropped.
-		current, curMod, last, done := -1, -1, plan.Start-1, false
-		failedMods := map[int]bool{}
-		var recorded []int // call indices answered in this attempt
-		forged := -1       // the call during which forged records began
-		noted := map[int]bool{}
 		wd := &watchdog{}
-		modOfCall := func(i int) int { return plan.Functions[plan.Calls[i][0]].Module }
-		next := func() int {
-			for i := last + 1; i < len(plan.Calls); i++ {
-				if !skip[plan.Calls[i][0]] && !failedMods[modOfCall(i)] {
-					return i
-				}
-			}
-			return len(plan.Calls)
-		}
-		anomaly := func(rec record, why string) {
-			if rec.I != nil && *rec.I >= plan.Start && *rec.I <= last && forged < 0 {
-				forged = *rec.I
-				wd.kill()
-				return
-			}
-			if current >= 0 && !noted[current] {
-				noted[current] = true
-				p := sh.Probes[plan.Calls[current][0]]
-				res.event(p.Index, Event{Kind: "tampered", Run: run, Rung: plan.Calls[current][1], Detail: why})
-			}
-		}
-		handle := func(line []byte) {
-			var rec record
-			if json.Unmarshal(line, &rec) != nil || rec.N != plan.Nonce {
-				anomaly(record{}, "wrote to the record channel")
-				return
-			}
-			if forged >= 0 {
-				return
-			}
-			idle := current < 0 && curMod < 0
-			switch {
-			case rec.K == "s" && idle && rec.I != nil && *rec.I == next():
-				current = *rec.I
-				wd.arm(s.opts.CallTimeout)
-			case rec.K == "r" && rec.I != nil && *rec.I == current:
-				fi, ri := plan.Calls[current][0], plan.Calls[current][1]
-				o := outcome{kind: answered, value: s.unplace(rec.V), free: s.unplace(rec.O), breaker: rec.B, value2: s.unplace(rec.V2)}
-				switch {
-				case rec.X != "":
-					o = outcome{kind: excluded, detail: rec.X}
-				case len(rec.V) > 1 && rec.V[0] == 'E':
-					o.kind = raisedK
-				}
-				set(fi, ri, o)
-				recorded = append(recorded, current)
-				if rec.Th > 0 {
-					res.event(sh.Probes[fi].Index, Event{Kind: "thread", Run: run, Rung: ri,
-						Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Th)})
-				}
-				last, current = current, -1
-				wd.arm(s.opts.CallTimeout) // until the next start: nothing runs unwatched
-			case rec.K == "is" && idle && rec.M != nil && next() < len(plan.Calls) && *rec.M == modOfCall(next()):
-				curMod = *rec.M
-				wd.arm(importTimeout)
-			case (rec.K == "id" || rec.K == "if") && rec.M != nil && *rec.M == curMod:
-				if rec.K == "if" {
-					failedMods[curMod] = true
-					res.failImport(modOf[curMod], run, rec.Err)
-				}
-				curMod = -1
-				wd.arm(s.opts.CallTimeout)
-			case rec.K == "nc" && rec.I != nil && *rec.I == current:
-				fi := plan.Calls[current][0]
-				res.mu.Lock()
-				res.notCall[sh.Probes[fi].Index] = rec.Why
-				res.mu.Unlock()
-				skip[fi] = true
-				last, current = current, -1
-				wd.arm(s.opts.CallTimeout)
-			case rec.K == "done" && idle && next() == len(plan.Calls):
-				done = true
-				wd.arm(5 * time.Second) // it only has to exit
-			default:
-				anomaly(rec, "wrote a record out of turn")
-			}
-		}
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, importTimeout, handle, wd)
+		sink := &shardRun{s: s, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
+		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout, importTimeout)
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, importTimeout, rr.handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.shardFailed(sh, run, res, err.Error())
 			}
 			return
 		}
+		current, curMod, last, forged := rr.current, rr.module, rr.last, rr.forged
 		if forged >= 0 {
 			// Drop what was recorded from the forger's call on, name it,
 			// and resume after it in a fresh interpreter.
-			for _, i := range recorded {
+			for _, i := range rr.recorded {
 				if i >= forged {
 					set(plan.Calls[i][0], plan.Calls[i][1], outcome{})
 				}
@@ -342,7 +236,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Start = forged + 1
 			continue
 		}
-		if done {
+		if rr.done {
 			return
 		}
 		switch {
@@ -388,6 +282,55 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		}
 	}
 }
+
+// shardRun is what one attempt of a shard's records does to the scan's
+// results.
+type shardRun struct {
+	s     *scan
+	sh    *shard
+	plan  *workerPlan
+	run   int
+	res   *results
+	modOf []int // plan module -> scan module
+	wd    *watchdog
+}
+
+func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[call][0]] }
+
+func (a *shardRun) answered(call int, rec record) {
+	ri := a.plan.Calls[call][1]
+	s := a.s
+	o := outcome{kind: answered, value: s.unplace(rec.Value), free: s.unplace(rec.OrderFree), breaker: rec.Breaker, value2: s.unplace(rec.Value2)}
+	switch {
+	case rec.Excluded != "":
+		o = outcome{kind: excluded, detail: rec.Excluded}
+	case len(rec.Value) > 1 && rec.Value[0] == 'E':
+		o.kind = raisedK
+	}
+	p := a.probeOf(call)
+	a.res.calls[p.Index][ri][a.run] = o
+	if rec.Threads > 0 {
+		a.res.event(p.Index, Event{Kind: "thread", Run: a.run, Rung: ri,
+			Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Threads)})
+	}
+}
+
+func (a *shardRun) importFailed(module int, err string) {
+	a.res.failImport(a.modOf[module], a.run, err)
+}
+
+func (a *shardRun) notCallable(call int, why string) {
+	a.res.mu.Lock()
+	a.res.notCall[a.probeOf(call).Index] = why
+	a.res.mu.Unlock()
+}
+
+func (a *shardRun) tampered(call int, why string) {
+	a.res.event(a.probeOf(call).Index, Event{Kind: "tampered", Run: a.run, Rung: a.plan.Calls[call][1], Detail: why})
+}
+
+func (a *shardRun) arm(d time.Duration) { a.wd.arm(d) }
+func (a *shardRun) kill()               { a.wd.kill() }
 
 // unplace writes the host runtime's scratch directory, where HOME and the
 // working directory live there, as $SCRATCH in an answer: the report holds

@@ -65,10 +65,11 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		return nil, f, err
 	}
 	defer closeScan()
-	_, probes, res, _, err := s.probeAll(ctx, []Target{target})
+	pr, err := s.probeAll(ctx, []Target{target})
 	if err != nil {
 		return nil, f, err
 	}
+	probes, res := pr.probes, pr.results
 	if len(probes) != 1 {
 		return nil, f, fmt.Errorf("replay: %s could not be probed", f.ID)
 	}

@@ -56,10 +56,11 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	}
 	defer closeScan()
 	opts = s.opts
-	rep, probes, results, disc, err := s.probeAll(ctx, targets)
+	pr, err := s.probeAll(ctx, targets)
 	if err != nil {
 		return nil, err
 	}
+	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
 	s.judgeAll(rep, probes, results, disc.ladder)
 	s.confirm(ctx, probes, results, disc.ladder)
 	s.attribute(ctx, probes, disc.ladder)
@@ -98,17 +99,26 @@ func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, fu
 	return s, closeScan, nil
 }
 
+// probed is what the main runs of a scan found: the report to fill in,
+// the functions called, their outcomes and what discovery listed.
+type probed struct {
+	report  *Report
+	probes  []*probe
+	results *results
+	disc    *discovery
+}
+
 // probeAll discovers, selects and runs every probe of the scan's targets.
-func (s *scan) probeAll(ctx context.Context, targets []Target) (*Report, []*probe, *results, *discovery, error) {
+func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) {
 	disc, err := s.discover(ctx, s.files)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	if err := checkFuncTargets(targets, disc); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	if s.orderFree, err = resolveOrderFree(s.opts.OrderFree, s.files, disc); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	rep := s.newReport(s.files, disc, s.loc)
 	for _, t := range targets {
@@ -116,11 +126,11 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*Report, []*prob
 	}
 	probes := s.selectProbes(s.files, disc, rep)
 	s.mainShards = planShards(probes, s.opts.Jobs)
-	results := s.runAll(ctx, s.mainShards, disc.ladder)
+	results := s.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	return rep, probes, results, disc, nil
+	return &probed{report: rep, probes: probes, results: results, disc: disc}, nil
 }
 
 // openScan does what every use of the sandbox starts with: take the scan's

@@ -12,6 +12,27 @@ belong to the scanned code:
                                canonical answer per call.
 
 The ladder lives here, in LADDER, and nowhere else.
+
+The protocol (engine/protocol.go reads it, with the same table): one JSON
+object per line, each tagged "n" with the run's nonce, "k" its kind.
+
+  kind     mode      fields                   meaning
+  ladder   discover  rungs                    every ladder's rung displays, by key
+  module   discover  rel status error ...     one parsed module and its functions
+  posture  posture   cap_* seccomp uid ...    what a probe sees of its sandbox
+  is       probe     m                        importing plan module m starts
+  id       probe     m                        module m imported
+  if       probe     m err                    module m's import raised err
+  s        probe     i                        call i of the plan starts
+  r        probe     i v o x th b v2          call i's answer: v canonical, o with sets
+                                              sorted, x why it has no canonical form,
+                                              th threads left running, b the breaker
+                                              that fired and v2 its second answer
+  nc       probe     i why                    call i's function is not callable
+  done     all       -                        the worker finished the plan
+
+A probe plan's "segments" split its calls into lone runs: each runs in a
+child forked before anything scanned is imported; the records are the same.
 """
 
 import ast
@@ -1038,6 +1059,18 @@ def _same_root(module, root):
 # ----------------------------------------------------------------- posture
 
 
+def _cpu_share():
+    """The CPU time one busy thread gets per second of wall time, over half
+    a second: about 1 without a quota, at most about the quota with one
+    (the cgroup files are not mounted in a probe; this is what a probe can
+    see of its CPU limit)."""
+    import time
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    while time.monotonic() - wall0 < 0.5:
+        pass
+    return round((time.process_time() - cpu0) / (time.monotonic() - wall0), 2)
+
+
 def posture(req):
     """What a probe sees of its sandbox, for `nondet-sandbox doctor`."""
     ch = Channel(req.get("nonce", ""))
@@ -1080,8 +1113,14 @@ def posture(req):
             points = sorted({line.split()[4] for line in fh if line.strip()})
     except OSError:
         points = []
+    # Outside a container the mount points are the host's own: nothing is
+    # written there, the permission bits answer instead.
+    write = req.get("write_test", True)
     for point in points:
         if point.startswith(("/proc", "/sys")):
+            continue
+        if not write:
+            (writable if os.access(point, os.W_OK) else readonly).append(point)
             continue
         probe_path = os.path.join(point, ".nondet-sandbox-write-test-%d" % os.getpid())
         try:
@@ -1102,6 +1141,7 @@ def posture(req):
     except (ImportError, OSError, ValueError):
         pass
     rec["rlimits"] = limits
+    rec["cpu_share"] = _cpu_share()
     rec["env"] = sorted(os.environ)
     ch.send(rec)
     ch.send({"k": "done"})

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 func newDoctorCommand() *cobra.Command {
@@ -36,7 +35,7 @@ func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) e
 	cache := cacheDir()
 	d, err := engine.Doctor(ctx, engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,
-		Limits: sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+		Limits: opts.limits(),
 	})
 	if err != nil {
 		return err

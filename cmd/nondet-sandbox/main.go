@@ -29,9 +29,7 @@ const (
 var errFindings = errors.New("findings")
 
 func main() {
-	if reexec() {
-		return
-	}
+	reexec()
 	os.Exit(run())
 }
 

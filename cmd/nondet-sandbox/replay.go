@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 type replayOptions struct {
@@ -61,7 +60,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	}
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
-		Private: true, Limits: sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+		Private: true, Limits: opts.runOptions.limits(),
 		CacheDir: cacheDir(), Version: version, Notes: stderr,
 	}
 	got, f, err := engine.Replay(ctx, eo, &rep, id, opts.root)

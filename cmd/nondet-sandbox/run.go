@@ -34,6 +34,7 @@ type runOptions struct {
 	callTimeout time.Duration
 	memory      int64
 	pids        int64
+	cpus        float64
 	quiet       bool
 	seccomp     bool
 	userns      bool
@@ -63,8 +64,14 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.callTimeout, "call-timeout", 10*time.Second, "how long one call may run before it is named and stopped")
 	fs.Int64Var(&o.memory, "memory", 2<<30, "memory limit of each interpreter, in bytes")
 	fs.Int64Var(&o.pids, "pids", 256, "process limit of each interpreter")
+	fs.Float64Var(&o.cpus, "cpus", 0, "CPU time of each interpreter in a container, in cores (0.5: half of one); 0: no quota")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
+}
+
+// limits are the per-interpreter limits the flags ask for.
+func (o *runOptions) limits() sandbox.Limits {
+	return sandbox.Limits{MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus}
 }
 
 func newRunCommand() *cobra.Command {
@@ -144,7 +151,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
-		Limits:   sandbox.Limits{MemoryBytes: opts.memory, Pids: opts.pids},
+		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure,
 	}

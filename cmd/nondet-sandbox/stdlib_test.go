@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,8 +99,11 @@ func TestStdlibScan(t *testing.T) {
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers)
 }
 
-// listing is a directory's entries with sizes and times, one level deep,
-// leaving out the scanner's own scratch directories and Go's build cache.
+// listing is a directory's entries that a probe could have made, with
+// sizes and times, one level deep: those owned by a probe user (61000 and
+// up, or mapped from a container's user namespace, 100000 and up). What
+// other processes on a busy machine write to /tmp at the same time is not
+// the scan's doing, and root's own files are not a probe's.
 func listing(dir string) string {
 	entries, _ := os.ReadDir(dir)
 	var b strings.Builder
@@ -110,6 +114,9 @@ func listing(dir string) string {
 		}
 		info, err := e.Info()
 		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid < 60000 {
 			continue
 		}
 		mt := info.ModTime().UnixNano()

@@ -298,12 +298,17 @@ func Posture(t *testing.T, rt sandbox.Runtime, python string, userNS bool) {
 	t.Helper()
 	d, err := engine.Doctor(context.Background(), engine.Options{
 		Runtime: rt, Python: python, Jobs: 1, Seed: 1,
-		Limits: sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64},
+		Limits: sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, CPUs: 0.5},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := d.Posture
+	// Half a core asked for: a busy thread gets about half of each second
+	// (a little more at the edges of the scheduler's periods), never all.
+	if p.CPUShare <= 0 || p.CPUShare > 0.8 {
+		t.Errorf("a busy thread got %.2f CPU seconds per second under a 0.5-core quota", p.CPUShare)
+	}
 	zero := "0000000000000000"
 	if p.CapEffective != zero || p.CapBounding != zero || p.CapPermitted != zero {
 		t.Errorf("capabilities: eff %s bnd %s prm %s", p.CapEffective, p.CapBounding, p.CapPermitted)

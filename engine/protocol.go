@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The engine-worker protocol: the worker (engine/worker.py, whose docstring
+// has the same table) writes one JSON object per line on the record
+// channel, each tagged with the run's nonce.
+//
+//	kind    mode      fields                         meaning
+//	ladder  discover  rungs                          every ladder's rung displays, by key
+//	module  discover  rel status error functions …   one parsed module
+//	posture posture   cap_* seccomp uid …            what a probe sees of its sandbox
+//	is      probe     m                              importing plan module m starts
+//	id      probe     m                              module m imported
+//	if      probe     m err                          module m's import raised err
+//	s       probe     i                              call i of the plan starts
+//	r       probe     i v o x th b v2                call i's answer: v canonical, o with sets
+//	                                                 sorted, x why it has no canonical form,
+//	                                                 th threads left running, b the breaker that
+//	                                                 fired and v2 its second answer
+//	nc      probe     i why                          call i's function is not callable
+//	done    all       -                              the worker finished the plan
+type recordKind string
+
+const (
+	kindLadder       recordKind = "ladder"
+	kindModule       recordKind = "module"
+	kindPosture      recordKind = "posture"
+	kindImportStart  recordKind = "is"
+	kindImported     recordKind = "id"
+	kindImportFailed recordKind = "if"
+	kindStart        recordKind = "s"
+	kindResult       recordKind = "r"
+	kindNotCallable  recordKind = "nc"
+	kindDone         recordKind = "done"
+)
+
+// record is one line of the probe mode's channel.
+type record struct {
+	Nonce     string     `json:"n"`
+	Kind      recordKind `json:"k"`
+	Call      *int       `json:"i"`
+	Module    *int       `json:"m"`
+	Value     string     `json:"v"`
+	OrderFree string     `json:"o"`
+	Excluded  string     `json:"x"`
+	Threads   int        `json:"th"`
+	Err       string     `json:"err"`
+	Why       string     `json:"why"`
+	Breaker   string     `json:"b"`
+	Value2    string     `json:"v2"`
+}
+
+// shardSink is what the record reader's verdicts on records do: a fake in
+// the reader's tests, the scan's results in runShard.
+type shardSink interface {
+	answered(call int, rec record)       // a result for the call in progress
+	importFailed(module int, err string) // a plan module's import raised
+	notCallable(call int, why string)    // the call's function is not callable
+	tampered(call int, why string)       // a record out of turn during the call
+	arm(d time.Duration)                 // the watchdog's limit for what runs now
+	kill()                               // a forger was caught: end the interpreter
+}
+
+// recordReader reads one attempt of a shard as a strict state machine
+// over what the worker can say next: an import of the next call's module,
+// a start for exactly the next planned call, then its result. Scanned code
+// shares the worker's process and can write to the channel; a record from
+// the past (the real worker reporting a call the channel already
+// "finished") gives a forger away, and everything recorded since that call
+// is to be dropped.
+type recordReader struct {
+	plan          *workerPlan
+	skip          map[int]bool // plan functions not to call
+	sink          shardSink
+	callTimeout   time.Duration
+	importTimeout time.Duration
+
+	current    int // the call in progress, or -1
+	module     int // the plan module being imported, or -1
+	last       int // the last call answered (or found not callable)
+	done       bool
+	failedMods map[int]bool
+	recorded   []int // calls answered in this attempt
+	forged     int   // the call during which forged records began, or -1
+	noted      map[int]bool
+}
+
+func newRecordReader(plan *workerPlan, skip map[int]bool, sink shardSink, callTimeout, importTimeout time.Duration) *recordReader {
+	return &recordReader{plan: plan, skip: skip, sink: sink, callTimeout: callTimeout, importTimeout: importTimeout,
+		current: -1, module: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}, noted: map[int]bool{}}
+}
+
+func (r *recordReader) moduleOf(call int) int { return r.plan.Functions[r.plan.Calls[call][0]].Module }
+
+// next is the call the worker must start next.
+func (r *recordReader) next() int {
+	for i := r.last + 1; i < len(r.plan.Calls); i++ {
+		if !r.skip[r.plan.Calls[i][0]] && !r.failedMods[r.moduleOf(i)] {
+			return i
+		}
+	}
+	return len(r.plan.Calls)
+}
+
+func (r *recordReader) idle() bool { return r.current < 0 && r.module < 0 }
+
+func is(p *int, v int) bool { return p != nil && *p == v }
+
+// handle takes one line of the channel.
+func (r *recordReader) handle(line []byte) {
+	var rec record
+	if json.Unmarshal(line, &rec) != nil || rec.Nonce != r.plan.Nonce {
+		r.anomaly(record{}, "wrote to the record channel")
+		return
+	}
+	if r.forged >= 0 {
+		return
+	}
+	ok := false
+	switch rec.Kind {
+	case kindStart:
+		ok = r.start(rec)
+	case kindResult:
+		ok = r.result(rec)
+	case kindImportStart:
+		ok = r.importStart(rec)
+	case kindImported, kindImportFailed:
+		ok = r.imported(rec)
+	case kindNotCallable:
+		ok = r.notCallable(rec)
+	case kindDone:
+		ok = r.finish()
+	}
+	if !ok {
+		r.anomaly(rec, "wrote a record out of turn")
+	}
+}
+
+func (r *recordReader) start(rec record) bool {
+	if !r.idle() || !is(rec.Call, r.next()) {
+		return false
+	}
+	r.current = *rec.Call
+	r.sink.arm(r.callTimeout)
+	return true
+}
+
+func (r *recordReader) result(rec record) bool {
+	if r.current < 0 || !is(rec.Call, r.current) {
+		return false
+	}
+	r.sink.answered(r.current, rec)
+	r.recorded = append(r.recorded, r.current)
+	r.last, r.current = r.current, -1
+	r.sink.arm(r.callTimeout) // until the next start: nothing runs unwatched
+	return true
+}
+
+func (r *recordReader) importStart(rec record) bool {
+	n := r.next()
+	if !r.idle() || n >= len(r.plan.Calls) || !is(rec.Module, r.moduleOf(n)) {
+		return false
+	}
+	r.module = *rec.Module
+	r.sink.arm(r.importTimeout)
+	return true
+}
+
+func (r *recordReader) imported(rec record) bool {
+	if r.module < 0 || !is(rec.Module, r.module) {
+		return false
+	}
+	if rec.Kind == kindImportFailed {
+		r.failedMods[r.module] = true
+		r.sink.importFailed(r.module, rec.Err)
+	}
+	r.module = -1
+	r.sink.arm(r.callTimeout)
+	return true
+}
+
+func (r *recordReader) notCallable(rec record) bool {
+	if r.current < 0 || !is(rec.Call, r.current) {
+		return false
+	}
+	r.sink.notCallable(r.current, rec.Why)
+	r.skip[r.plan.Calls[r.current][0]] = true
+	r.last, r.current = r.current, -1
+	r.sink.arm(r.callTimeout)
+	return true
+}
+
+func (r *recordReader) finish() bool {
+	if !r.idle() || r.next() != len(r.plan.Calls) {
+		return false
+	}
+	r.done = true
+	r.sink.arm(5 * time.Second) // it only has to exit
+	return true
+}
+
+// anomaly is a record out of turn: a forger caught by the real worker's
+// record from the past, or scanned code writing to the channel during a
+// call, which is named once per call.
+func (r *recordReader) anomaly(rec record, why string) {
+	if rec.Call != nil && *rec.Call >= r.plan.Start && *rec.Call <= r.last && r.forged < 0 {
+		r.forged = *rec.Call
+		r.sink.kill()
+		return
+	}
+	if r.current >= 0 && !r.noted[r.current] {
+		r.noted[r.current] = true
+		r.sink.tampered(r.current, why)
+	}
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// fakeSink records what the reader decided, in order.
+type fakeSink struct {
+	events []string
+}
+
+func (f *fakeSink) answered(call int, rec record) {
+	f.events = append(f.events, fmt.Sprintf("answer %d %s", call, rec.Value))
+}
+func (f *fakeSink) importFailed(m int, err string) {
+	f.events = append(f.events, fmt.Sprintf("import-failed %d %s", m, err))
+}
+func (f *fakeSink) notCallable(call int, why string) {
+	f.events = append(f.events, fmt.Sprintf("not-callable %d", call))
+}
+func (f *fakeSink) tampered(call int, why string) {
+	f.events = append(f.events, fmt.Sprintf("tampered %d", call))
+}
+func (f *fakeSink) arm(d time.Duration) { f.events = append(f.events, "arm "+d.String()) }
+func (f *fakeSink) kill()               { f.events = append(f.events, "kill") }
+
+// twoModules is a plan of two functions in two modules, two rungs each.
+func twoModules() *workerPlan {
+	return &workerPlan{Nonce: "N", Functions: []planFunction{{Module: 0}, {Module: 1}},
+		Calls: [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}}}
+}
+
+func feed(r *recordReader, lines ...string) {
+	for _, l := range lines {
+		r.handle([]byte(l))
+	}
+}
+
+func answers(events []string) []string {
+	var out []string
+	for _, e := range events {
+		if e != "arm 1s" && e != "arm 3s" && e != "arm 5s" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestRecordReader(t *testing.T) {
+	honest := []string{
+		`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+		`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`,
+		`{"n":"N","k":"s","i":1}`, `{"n":"N","k":"r","i":1,"v":"V:2"}`,
+		`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`,
+		`{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`,
+		`{"n":"N","k":"s","i":3}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+		`{"n":"N","k":"done"}`,
+	}
+	cases := []struct {
+		name   string
+		lines  []string
+		want   []string
+		done   bool
+		forged int
+	}{
+		{"an honest worker", honest, []string{"answer 0 V:1", "answer 1 V:2", "answer 2 V:3", "answer 3 V:4"}, true, -1},
+		{"done before the last call", append(slices.Clone(honest[:6]), `{"n":"N","k":"done"}`),
+			[]string{"answer 0 V:1", "answer 1 V:2"}, false, -1},
+		{"a result for another call", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":1,"v":"V:9"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"tampered 0", "answer 0 V:1"}, false, -1},
+		{"a wrong nonce during a call, named once", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"s","i":0}`, `{"n":"X","k":"r","i":0}`, `garbage`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"tampered 0", "answer 0 V:1"}, false, -1},
+		{"a forger running ahead is caught by the real record", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:forged"}`, `{"n":"N","k":"s","i":1}`,
+			`{"n":"N","k":"r","i":1,"v":"V:forged"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"done"}`},
+			[]string{"answer 0 V:forged", "answer 1 V:forged", "kill"}, false, 0},
+		{"a failed import skips the module's calls", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"if","m":0,"err":"E"}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"nc","i":2,"why":"x"}`,
+			`{"n":"N","k":"done"}`},
+			[]string{"import-failed 0 E", "not-callable 2"}, true, -1},
+		{"an import of the wrong module", []string{`{"n":"N","k":"is","m":1}`}, nil, false, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &fakeSink{}
+			r := newRecordReader(twoModules(), map[int]bool{}, sink, time.Second, 3*time.Second)
+			feed(r, c.lines...)
+			if got := answers(sink.events); !slices.Equal(got, c.want) {
+				t.Errorf("events %q, want %q", got, c.want)
+			}
+			if r.done != c.done || r.forged != c.forged {
+				t.Errorf("done %v forged %d, want %v %d", r.done, r.forged, c.done, c.forged)
+			}
+		})
+	}
+}
+
+// TestRecordReaderArmsTheWatchdog: nothing runs unwatched, and an import
+// gets the import limit.
+func TestRecordReaderArmsTheWatchdog(t *testing.T) {
+	sink := &fakeSink{}
+	r := newRecordReader(twoModules(), map[int]bool{}, sink, time.Second, 3*time.Second)
+	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`)
+	want := []string{"arm 3s", "arm 1s", "arm 1s", "answer 0 V:1", "arm 1s"}
+	if !slices.Equal(sink.events, want) {
+		t.Errorf("events %q, want %q", sink.events, want)
+	}
+}

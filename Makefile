@@ -11,7 +11,7 @@ TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test build deps corpus docker image bench
+.PHONY: demo test test-unit build deps corpus docker image bench
 
 deps:
 	@scripts/deps
@@ -34,6 +34,10 @@ docker:
 
 image: docker
 	@if docker info >/dev/null 2>&1; then images/build-offline.sh >/dev/null; fi
+
+# The unit tier: no root, no packages installed, no daemon; Python 3 only.
+test-unit:
+	$(GO) test -short -count=1 ./...
 
 test: deps corpus image
 	$(GO) test -race -tags "$(TAGS)" -count=1 -p 1 -timeout 45m ./...

@@ -3,32 +3,34 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"slices"
 	"sort"
 	"strings"
 )
 
 // condition is one varied condition: its name in the report, and how to
-// take its value from one run into another.
+// take its value from one run into another. The list below follows
+// sandbox.AllConditions (a test checks).
 type condition struct {
-	name string
+	name sandbox.Condition
 	take func(to *RunConditions, from RunConditions)
 	same func(a, b RunConditions) bool
 }
 
 var conditions = []condition{
-	{"hash-seed", func(t *RunConditions, f RunConditions) { t.HashSeed = f.HashSeed }, func(a, b RunConditions) bool { return a.HashSeed == b.HashSeed }},
-	{"timezone", func(t *RunConditions, f RunConditions) { t.TZ = f.TZ }, func(a, b RunConditions) bool { return a.TZ == b.TZ }},
-	{"locale", func(t *RunConditions, f RunConditions) { t.Locale = f.Locale }, func(a, b RunConditions) bool { return a.Locale == b.Locale }},
-	{"hostname", func(t *RunConditions, f RunConditions) { t.Hostname = f.Hostname }, func(a, b RunConditions) bool { return a.Hostname == b.Hostname }},
-	{"user", func(t *RunConditions, f RunConditions) { t.UID, t.GID = f.UID, f.GID }, func(a, b RunConditions) bool { return a.UID == b.UID && a.GID == b.GID }},
-	{"umask", func(t *RunConditions, f RunConditions) { t.Umask = f.Umask }, func(a, b RunConditions) bool { return a.Umask == b.Umask }},
-	{"cwd", func(t *RunConditions, f RunConditions) { t.Cwd = f.Cwd }, func(a, b RunConditions) bool { return a.Cwd == b.Cwd }},
-	{"home", func(t *RunConditions, f RunConditions) { t.Home = f.Home }, func(a, b RunConditions) bool { return a.Home == b.Home }},
-	{"cpus", func(t *RunConditions, f RunConditions) { t.CPUs = f.CPUs }, func(a, b RunConditions) bool { return a.CPUs == b.CPUs }},
-	{"clock", func(t *RunConditions, f RunConditions) { t.Clock = f.Clock }, func(a, b RunConditions) bool { return a.Clock == b.Clock }},
-	{"pid", func(t *RunConditions, f RunConditions) { t.PidFloor = f.PidFloor }, func(a, b RunConditions) bool { return a.PidFloor == b.PidFloor }},
-	{"call-order", func(t *RunConditions, f RunConditions) { t.CallOrder = f.CallOrder }, func(a, b RunConditions) bool { return a.CallOrder == b.CallOrder }},
+	{sandbox.HashSeed, func(t *RunConditions, f RunConditions) { t.HashSeed = f.HashSeed }, func(a, b RunConditions) bool { return a.HashSeed == b.HashSeed }},
+	{sandbox.Timezone, func(t *RunConditions, f RunConditions) { t.TZ = f.TZ }, func(a, b RunConditions) bool { return a.TZ == b.TZ }},
+	{sandbox.Locale, func(t *RunConditions, f RunConditions) { t.Locale = f.Locale }, func(a, b RunConditions) bool { return a.Locale == b.Locale }},
+	{sandbox.Hostname, func(t *RunConditions, f RunConditions) { t.Hostname = f.Hostname }, func(a, b RunConditions) bool { return a.Hostname == b.Hostname }},
+	{sandbox.User, func(t *RunConditions, f RunConditions) { t.UID, t.GID = f.UID, f.GID }, func(a, b RunConditions) bool { return a.UID == b.UID && a.GID == b.GID }},
+	{sandbox.Umask, func(t *RunConditions, f RunConditions) { t.Umask = f.Umask }, func(a, b RunConditions) bool { return a.Umask == b.Umask }},
+	{sandbox.Cwd, func(t *RunConditions, f RunConditions) { t.Cwd = f.Cwd }, func(a, b RunConditions) bool { return a.Cwd == b.Cwd }},
+	{sandbox.Home, func(t *RunConditions, f RunConditions) { t.Home = f.Home }, func(a, b RunConditions) bool { return a.Home == b.Home }},
+	{sandbox.CPUs, func(t *RunConditions, f RunConditions) { t.CPUs = f.CPUs }, func(a, b RunConditions) bool { return a.CPUs == b.CPUs }},
+	{sandbox.Clock, func(t *RunConditions, f RunConditions) { t.Clock = f.Clock }, func(a, b RunConditions) bool { return a.Clock == b.Clock }},
+	{sandbox.Pid, func(t *RunConditions, f RunConditions) { t.PidFloor = f.PidFloor }, func(a, b RunConditions) bool { return a.PidFloor == b.PidFloor }},
+	{sandbox.CallOrder, func(t *RunConditions, f RunConditions) { t.CallOrder = f.CallOrder }, func(a, b RunConditions) bool { return a.CallOrder == b.CallOrder }},
 }
 
 // attribution is the plan that names what moved a group of findings whose

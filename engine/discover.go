@@ -50,10 +50,14 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		Rel  string `json:"rel"`
 	}
 	nonce := newScanID() + newScanID()
+	// The gate's openers and the ladder's arity travel in the request, so
+	// the worker and the engine cannot disagree on them.
 	req := struct {
-		Nonce string    `json:"nonce"`
-		Files []reqFile `json:"files"`
-	}{Nonce: nonce, Files: []reqFile{}}
+		Nonce    string    `json:"nonce"`
+		Files    []reqFile `json:"files"`
+		Openers  []string  `json:"openers"`
+		MaxArity int       `json:"max_arity"`
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity}
 	for _, f := range files {
 		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
 	}

@@ -50,7 +50,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	}
 	defer closeScan()
 	d := &Diagnosis{Runtime: s.opts.Runtime.Name(), Limits: s.opts.Limits}
-	for _, c := range []string{"hash-seed", "timezone", "locale", "call-order"} {
+	for _, c := range sandbox.EngineConditions {
 		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
 	}
 	skipped := map[string]sandbox.Support{}
@@ -65,8 +65,8 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	}
 	if s.loc.note != "" {
 		for i := range d.Conditions {
-			if d.Conditions[i].Condition == "locale" {
-				d.Conditions[i] = sandbox.Support{Condition: "locale", Reason: s.loc.note}
+			if d.Conditions[i].Condition == sandbox.Locale {
+				d.Conditions[i] = sandbox.Support{Condition: sandbox.Locale, Reason: s.loc.note}
 			}
 		}
 	}

@@ -192,8 +192,8 @@ func allCPUs() string {
 func applySupport(runs []RunConditions, sup []sandbox.Support, faketime string) []sandbox.Support {
 	var skipped []sandbox.Support
 	for _, su := range sup {
-		if su.Condition == "clock" && su.Applied && faketime == "" {
-			su = sandbox.Support{Condition: "clock", Reason: "libfaketime is not installed (Debian: apt-get install libfaketime)"}
+		if su.Condition == sandbox.Clock && su.Applied && faketime == "" {
+			su = sandbox.Support{Condition: sandbox.Clock, Reason: "libfaketime is not installed (Debian: apt-get install libfaketime)"}
 		}
 		if su.Applied {
 			continue
@@ -202,15 +202,15 @@ func applySupport(runs []RunConditions, sup []sandbox.Support, faketime string) 
 		for i := range runs {
 			rc := &runs[i]
 			switch su.Condition {
-			case "hostname":
+			case sandbox.Hostname:
 				rc.Hostname = ""
-			case "user":
+			case sandbox.User:
 				rc.UID, rc.GID = 0, 0
-			case "cpus":
+			case sandbox.CPUs:
 				rc.CPUs = ""
-			case "clock":
+			case sandbox.Clock:
 				rc.Clock = ""
-			case "pid":
+			case sandbox.Pid:
 				rc.PidFloor = 0
 			}
 		}

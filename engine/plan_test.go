@@ -3,7 +3,10 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 func TestShardsNeverMixImportRoots(t *testing.T) {
@@ -56,5 +59,20 @@ func TestSameRelativePathUnderTwoTargets(t *testing.T) {
 	}
 	if len(files) != 2 || files[0].Rel != "a/util.py" || files[1].Rel != "b/util.py" {
 		t.Fatalf("ids collide: %+v", files)
+	}
+}
+
+// TestConditionsFollowTheOneList: attribution flips exactly the varied
+// conditions sandbox names, in its order.
+func TestConditionsFollowTheOneList(t *testing.T) {
+	var names []string
+	for _, c := range conditions {
+		names = append(names, c.name)
+	}
+	if !slices.Equal(names, sandbox.AllConditions) {
+		t.Fatalf("attribution's conditions %v, sandbox's %v", names, sandbox.AllConditions)
+	}
+	if len(sandbox.EngineConditions)+len(sandbox.RuntimeConditions) != len(sandbox.AllConditions) {
+		t.Fatalf("engine %v and runtime %v conditions do not make up all of them", sandbox.EngineConditions, sandbox.RuntimeConditions)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,28 +113,21 @@ func (s *scan) tasks(shards []*shard, runs []RunConditions, res *results) []task
 // runPool runs tasks, up to Jobs at once.
 func (s *scan) runPool(ctx context.Context, tasks []task) {
 	s.tasksPlanned.Add(int64(len(tasks)))
-	queue := make(chan task)
-	var wg sync.WaitGroup
-	for range s.opts.Jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range queue {
-				s.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
-				if s.opts.Progress != nil {
-					s.opts.Progress(int(s.tasksDone.Add(1)), int(s.tasksPlanned.Load()))
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(s.opts.Jobs)
 	for _, t := range tasks {
-		select {
-		case queue <- t:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			s.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
+			if s.opts.Progress != nil {
+				s.opts.Progress(int(s.tasksDone.Add(1)), int(s.tasksPlanned.Load()))
+			}
+			return nil
+		})
 	}
-	close(queue)
-	wg.Wait()
+	_ = g.Wait() // tasks report into their results, never an error
 }
 
 type planModule struct {

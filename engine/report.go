@@ -179,7 +179,7 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 	rep.Runs = append(rep.Runs, s.runs...)
 	rep.Skipped = append(rep.Skipped, s.skipped...)
 	if loc.note != "" {
-		rep.Skipped = append(rep.Skipped, sandbox.Support{Condition: "locale", Reason: loc.note})
+		rep.Skipped = append(rep.Skipped, sandbox.Support{Condition: sandbox.Locale, Reason: loc.note})
 	}
 	for _, f := range files {
 		m := disc.modules[f.Rel]

@@ -126,7 +126,7 @@ MIXED = {
     2: [(0, "alpha"), ("alpha", 0), (FIVE_WORDS, 2), ("alpha", "beta")],
     3: [(0, 1, 2), ("a", "b", "c"), (FIVE_WORDS, 0, 3), (1, "alpha", None)],
 }
-MAX_ARITY = 3
+MAX_ARITY = 3  # the engine's maxArity comes in the discovery request
 # Where the ladder's function lives differs from process to process; a
 # function that echoes it (its repr URL-quoted, its id) is not moved by it.
 _LADDER_IDS = (hex(id(_callback)), str(id(_callback)))
@@ -506,12 +506,16 @@ class Channel:
 
 
 def discover(req):
+    global OPENERS
     ch = Channel(req.get("nonce", ""))
-    keys = {str(a): (a, []) for a in range(MAX_ARITY + 1)}
+    if req.get("openers"):
+        OPENERS = set(req["openers"])
+    max_arity = req.get("max_arity", MAX_ARITY)
+    keys = {str(a): (a, []) for a in range(max_arity + 1)}
     for f in req["files"]:
         rec = describe_module(f["path"], f["rel"])
         for fn in rec.get("functions", []):
-            if fn["required"] <= MAX_ARITY:
+            if fn["required"] <= max_arity:
                 keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
         ch.send(rec)
     ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs_of(a, kinds)] for k, (a, kinds) in sorted(keys.items())}})
@@ -700,10 +704,10 @@ def _facts(body, aliases, names):
     return {"calls": calls, "set_iters": sorted(set(set_iters))}
 
 
-# Kept equal to gate.go's openers (a test checks): an opener whose mode is
-# not recorded would pass the gate.
-OPENERS = {"open", "builtins.open", "io.open", "codecs.open", "os.fdopen", ".open", "gzip.open",
-           "bz2.open", "lzma.open", "tarfile.open", "pathlib.Path.open"}
+# The calls whose mode discovery records for the gate: the engine sends the
+# gate's own list in the discovery request ("openers"), so the two never
+# drift apart; this default is for the worker's Python tests.
+OPENERS = {"open", "builtins.open", "io.open", "codecs.open", "os.fdopen", ".open"}
 
 
 def _is_set(e):

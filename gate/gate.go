@@ -81,6 +81,16 @@ var openers = map[string]bool{
 	"pathlib.Path.open": true,
 }
 
+// Openers are the calls whose mode discovery must record, sorted.
+func Openers() []string {
+	out := make([]string, 0, len(openers))
+	for name := range openers {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // callRefused says whether one call site changes the world.
 func callRefused(c Call) bool {
 	if openers[c.Name] {

@@ -38,7 +38,7 @@ func TestCheck(t *testing.T) {
 		{"os.urandom", Call{Name: "os.urandom"}, false},
 		{"os.path.join", Call{Name: "os.path.join"}, false},
 		{"os.environ.get", Call{Name: "os.environ.get"}, false},
-		{"os.openpty is not os.open", Call{Name: "os.listdir"}, false},
+		{"os.openpty is not os.open", Call{Name: "os.openpty"}, false},
 		{"str.replace", Call{Name: ".replace"}, false},
 		{"list.append", Call{Name: ".append"}, false},
 		{"sorted", Call{Name: "sorted"}, false},

@@ -2,12 +2,14 @@ package sandbox
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -291,9 +293,7 @@ func DecodeShimStatus(code int) (int, string) {
 
 // SignalName names a signal number as the report shows it.
 func SignalName(n int) string {
-	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
-		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM", 24: "SIGXCPU", 31: "SIGSYS"}
-	if s, ok := names[n]; ok {
+	if s := unix.SignalName(syscall.Signal(n)); s != "" {
 		return s
 	}
 	return fmt.Sprintf("signal %d", n)

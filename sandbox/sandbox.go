@@ -108,18 +108,47 @@ type Exit struct {
 	PeakMemory int64 // bytes; 0 when the runtime cannot tell
 }
 
+// Condition names one varied condition, as reports and causes name it.
+type Condition = string
+
+// The varied conditions, in the one order everything lists them in.
+const (
+	HashSeed  Condition = "hash-seed"
+	Timezone  Condition = "timezone"
+	Locale    Condition = "locale"
+	Hostname  Condition = "hostname"
+	User      Condition = "user"
+	Umask     Condition = "umask"
+	Cwd       Condition = "cwd"
+	Home      Condition = "home"
+	CPUs      Condition = "cpus"
+	Clock     Condition = "clock"
+	Pid       Condition = "pid"
+	CallOrder Condition = "call-order"
+)
+
+// AllConditions is every varied condition; the engine varies the first
+// three and the call order itself, a runtime the others.
+var AllConditions = []Condition{HashSeed, Timezone, Locale, Hostname, User, Umask, Cwd, Home, CPUs, Clock, Pid, CallOrder}
+
+// EngineConditions are the ones the engine varies on every runtime.
+var EngineConditions = []Condition{HashSeed, Timezone, Locale, CallOrder}
+
+// RuntimeConditions are the ones a runtime applies, or says it cannot.
+var RuntimeConditions = []Condition{Hostname, User, Umask, Cwd, Home, CPUs, Clock, Pid}
+
 // Support is whether a runtime can vary one condition, and why not.
 type Support struct {
-	Condition string `json:"condition"`
-	Applied   bool   `json:"applied"`
-	Reason    string `json:"reason,omitempty"`
+	Condition Condition `json:"condition"`
+	Applied   bool      `json:"applied"`
+	Reason    string    `json:"reason,omitempty"`
 }
 
 // ContainerConditions are the conditions a container runtime varies: all of
 // them.
 func ContainerConditions() []Support {
 	var out []Support
-	for _, c := range []string{"hostname", "user", "umask", "cwd", "home", "cpus", "clock", "pid"} {
+	for _, c := range RuntimeConditions {
 		out = append(out, Support{Condition: c, Applied: true})
 	}
 	return out

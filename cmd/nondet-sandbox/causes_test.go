@@ -38,6 +38,7 @@ func causeLabels(t *testing.T) map[string]string {
 // TestEachCauseIsNamed: one fixture per cause, and the report names it,
 // on every runtime that can vary it.
 func TestEachCauseIsNamed(t *testing.T) {
+	testenv.Integration(t)
 	labels := causeLabels(t)
 	if len(labels) != 16 {
 		t.Fatalf("want 16 labelled causes, got %d", len(labels))

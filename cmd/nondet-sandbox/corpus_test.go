@@ -76,6 +76,7 @@ func corpusLabels(t *testing.T) map[string]string {
 // fails the test (so a change that adds findings must triage them), and
 // the precision of `nondeterministic` must stay at least 0.95.
 func TestRealWorldCorpus(t *testing.T) {
+	testenv.Integration(t)
 	testenv.NeedRoot(t)
 	python := "/usr/bin/python3" // Debian's: the corpus is Debian's packages
 	if _, err := os.Stat(python); err != nil {

@@ -40,6 +40,7 @@ func command(args ...string) *exec.Cmd {
 // and temporary directories), removes it and says so. On every container
 // runtime.
 func TestKill9LeavesNothingAfterTheNextRun(t *testing.T) {
+	testenv.Integration(t)
 	testenv.NeedRoot(t)
 	for _, rt := range []string{"embedded", "docker"} {
 		t.Run(rt, func(t *testing.T) { kill9(t, rt) })

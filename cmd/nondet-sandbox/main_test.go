@@ -68,6 +68,7 @@ func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
 // TestFixtureLabels runs the real command over the labelled fixtures and
 // grades it against labels written down apart from the names.
 func TestFixtureLabels(t *testing.T) {
+	testenv.Integration(t)
 	labels := fixtureLabels(t)
 	rep, _, err := runJSON(t, "../../fixtures/known.py")
 	if !errors.Is(err, errFindings) {
@@ -132,6 +133,7 @@ func TestFixtureLabels(t *testing.T) {
 // in-process repetition ever catches it, fresh processes are expensive
 // theatre and this test says so.
 func TestInProcessRepetitionWouldHaveMissedIt(t *testing.T) {
+	testenv.Integration(t)
 	py := testenv.Python(t)
 	script := `
 import sys; sys.path.insert(0, sys.argv[1])
@@ -160,6 +162,7 @@ print(len({repr(list(known.resolve_features(list(words)))) for _ in range(20)}))
 // with one seed are byte-identical (on functions whose answers do not read
 // the clock, an RNG, an address or the pid: those differ by nature).
 func TestSameSeedSameJSON(t *testing.T) {
+	testenv.Integration(t)
 	var outs [][]byte
 	for range 2 {
 		_, out, _ := runJSON(t, "--seed=99", "../../fixtures/known.py::resolve_features", "../../fixtures/known.py::epoch_year",

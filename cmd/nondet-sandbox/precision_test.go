@@ -51,6 +51,7 @@ func precisionLabels(t *testing.T) []precisionLabel {
 // one entry, variadics are probed, lazy answers have a canonical form, and
 // dates and paths reach what they must.
 func TestPrecisionFixtures(t *testing.T) {
+	testenv.Integration(t)
 	labels := precisionLabels(t)
 	for _, rt := range []string{"host", "embedded"} {
 		t.Run(rt, func(t *testing.T) {

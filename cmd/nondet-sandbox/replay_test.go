@@ -26,6 +26,7 @@ func embeddedOrHost(t *testing.T) string {
 // TestReplayReproducesWitnesses: replay re-runs a function on its witness
 // input under the two recorded runs' conditions and gets both answers again.
 func TestReplayReproducesWitnesses(t *testing.T) {
+	testenv.Integration(t)
 	rt := embeddedOrHost(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	opts := runOptions{format: "json", output: report, runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: rt,
@@ -51,6 +52,7 @@ func TestReplayReproducesWitnesses(t *testing.T) {
 // TestDogfoodWorker: the tool scanning its own Python worker finds nothing
 // nondeterministic.
 func TestDogfoodWorker(t *testing.T) {
+	testenv.Integration(t)
 	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
 		jobs: 2, seed: 17, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true, unsafe: true}
 	var out, errOut bytes.Buffer
@@ -71,6 +73,7 @@ func TestDogfoodWorker(t *testing.T) {
 // the process itself moves (a clock, an RNG, an address), which no seed can
 // fix: those are compared by everything but their values.
 func TestSameSeedSameFixtureJSON(t *testing.T) {
+	testenv.Integration(t)
 	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
 		jobs: 2, seed: 99, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
 	var outs []string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"golang.org/x/term"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -196,11 +197,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // cacheDir holds generated locales. For root it is outside any home

@@ -25,6 +25,7 @@ import (
 // plain strings) in the embedded runtime: it finishes, reports every
 // module, and the host is unchanged.
 func TestStdlibScan(t *testing.T) {
+	testenv.Integration(t)
 	testenv.NeedRoot(t)
 	if _, err := embedded.New(embedded.DefaultOptions()); err != nil {
 		testenv.Skip(t, "embedded runtime unavailable: "+err.Error())

@@ -39,9 +39,22 @@ func Python(t testing.TB) string {
 	return p
 }
 
-// NeedRoot skips unless the test runs as root.
+// Integration marks a test of the full tier (make test): it scans real
+// trees, end to end, or needs containers. The unit tier (make test-unit,
+// go test -short) leaves it out by choice, so the no-skip rule does not
+// apply to that.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: not in the unit tier (-short)")
+	}
+}
+
+// NeedRoot skips unless the test runs as root; root tests are integration
+// tests.
 func NeedRoot(t testing.TB) {
 	t.Helper()
+	Integration(t)
 	if os.Geteuid() != 0 {
 		Skip(t, "needs root")
 	}

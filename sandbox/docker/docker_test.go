@@ -28,12 +28,14 @@ func leftovers() []string {
 }
 
 func TestConformance(t *testing.T) {
+	testenv.Integration(t)
 	conformance.Run(t, conformance.Env{
 		Runtime: newRuntime(t), Python: "python3", HostileDir: "../../fixtures/hostile", Leftovers: leftovers,
 	})
 }
 
 func TestDoctorPosture(t *testing.T) {
+	testenv.Integration(t)
 	// The Docker engine maps no user namespace unless the daemon is
 	// configured to: the probe is a non-root user with no capabilities.
 	conformance.Posture(t, newRuntime(t), "python3", false)
@@ -42,6 +44,7 @@ func TestDoctorPosture(t *testing.T) {
 // TestMissingImageSaysHowToBuildIt: a missing image is one line that says
 // how to build it.
 func TestMissingImageSaysHowToBuildIt(t *testing.T) {
+	testenv.Integration(t)
 	newRuntime(t) // the engine must answer, or this proves nothing
 	_, err := docker.New(context.Background(), "nondet-sandbox-probe:no-such-tag")
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "build it with") {

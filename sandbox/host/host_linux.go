@@ -32,14 +32,14 @@ func (*Runtime) Isolated() bool { return false }
 func (*Runtime) Applies() []sandbox.Support {
 	no := func(c, why string) sandbox.Support { return sandbox.Support{Condition: c, Reason: why} }
 	return []sandbox.Support{
-		no("hostname", "the host runtime has no UTS namespace"),
-		no("user", "the host runtime has no user namespace"),
-		{Condition: "umask", Applied: true}, // by the worker, from its plan
-		{Condition: "cwd", Applied: true},
-		{Condition: "home", Applied: true},
-		no("cpus", "the host runtime does not pin CPUs"),
-		no("clock", "the host runtime does not shift the clock"),
-		no("pid", "the host runtime has no PID namespace"),
+		no(sandbox.Hostname, "the host runtime has no UTS namespace"),
+		no(sandbox.User, "the host runtime has no user namespace"),
+		{Condition: sandbox.Umask, Applied: true}, // by the worker, from its plan
+		{Condition: sandbox.Cwd, Applied: true},
+		{Condition: sandbox.Home, Applied: true},
+		no(sandbox.CPUs, "the host runtime does not pin CPUs"),
+		no(sandbox.Clock, "the host runtime does not shift the clock"),
+		no(sandbox.Pid, "the host runtime has no PID namespace"),
 	}
 }
 

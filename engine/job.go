@@ -182,7 +182,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 		readRecords(r, handle)
 	}()
 	s.processes.Add(1)
-	exit, err := s.opts.Runtime.Run(jobCtx, job)
+	exit, err := s.session.Run(jobCtx, job)
 	w.Close()
 	// The interpreter is gone; whatever it (or a leftover child holding the
 	// pipe) wrote is drained, but a child the runtime could not kill must

@@ -46,6 +46,7 @@ type scan struct {
 	orderFree               map[string][]int
 	files                   []sourceFile
 	mainShards              []*shard // the main runs' shards: bisection replays their order
+	session                 sandbox.Session
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
@@ -146,7 +147,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	// A runtime whose image brings its own interpreter runs --python as
 	// the image knows it; every other runtime runs the host's.
 	inImage := false
-	if ii, ok := opts.Runtime.(interface{ InImage() bool }); ok {
+	if ii, ok := opts.Runtime.(sandbox.ImageRuntime); ok {
 		inImage = ii.InImage()
 	}
 	python := opts.Python
@@ -198,14 +199,14 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
 		return nil, nil, err
 	}
-	end, err := opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
+	s.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
 	}
 	undo = append(undo, func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := end(cctx); err != nil && opts.Notes != nil {
+		if err := s.session.End(cctx); err != nil && opts.Notes != nil {
 			fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
 		}
 	})

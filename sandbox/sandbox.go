@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -17,20 +18,44 @@ type Runtime interface {
 	// remapped to their targets and writes outside the sandbox are
 	// impossible. The host runtime is the only one that is not.
 	Isolated() bool
-	// Run starts job and waits for it. Cancelling ctx kills the process and
-	// everything it started; Run returns only once they are gone.
-	Run(ctx context.Context, job *Job) (*Exit, error)
 	// Applies says which of the container-level conditions this runtime
 	// varies; a condition it cannot apply comes back with the reason.
 	Applies() []Support
 	// Begin prepares what every job of one scan shares (a root skeleton, a
-	// parent cgroup, a state directory). end releases it, and runs even
-	// when ctx was cancelled.
-	Begin(ctx context.Context, scan Scan) (end func(context.Context) error, err error)
+	// parent cgroup, a state directory) and returns the scan's session,
+	// which runs its jobs and releases it all.
+	Begin(ctx context.Context, scan Scan) (Session, error)
 	// Sweep removes what scans that no longer run left behind (a scan killed
 	// with SIGKILL cannot clean up) and says what it removed. alive tells
 	// a running scan's id from a dead one's.
 	Sweep(ctx context.Context, alive func(scanID string) bool) ([]string, error)
+}
+
+// Session is one scan's use of a runtime: the state of that use lives
+// here, not in the runtime.
+type Session interface {
+	// Run starts job and waits for it. Cancelling ctx kills the process and
+	// everything it started; Run returns only once they are gone.
+	Run(ctx context.Context, job *Job) (*Exit, error)
+	// End releases what Begin made, even when ctx was cancelled; a second
+	// End does nothing.
+	End(ctx context.Context) error
+}
+
+// ImageRuntime is a runtime whose probes run the interpreter of its image
+// (Docker), not the host's: --python names it as the image knows it.
+type ImageRuntime interface {
+	InImage() bool
+}
+
+// OnceEnd makes an End that runs end once, however often it is called.
+func OnceEnd(end func(context.Context) error) func(context.Context) error {
+	var once sync.Once
+	var err error
+	return func(ctx context.Context) error {
+		once.Do(func() { err = end(ctx) })
+		return err
+	}
 }
 
 // ScratchVar starts a path that a runtime without containers places under

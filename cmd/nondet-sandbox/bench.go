@@ -56,10 +56,11 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tcalls/s\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
-		rt, err := newRuntime(name, runOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
+		rt, err := newRuntime(ctx, name, runOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
 		if err != nil {
 			return err
 		}
+		defer closeRuntime(rt)
 		var walls []time.Duration
 		var rep *engine.Report
 		for range opts.repeat {

@@ -28,10 +28,11 @@ func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) e
 	if opts.format != "text" && opts.format != "json" {
 		return usageErrorf("--format %q: choose text or json", opts.format)
 	}
-	rt, err := newRuntime(opts.runtimeName, opts)
+	rt, err := newRuntime(ctx, opts.runtimeName, opts)
 	if err != nil {
 		return err
 	}
+	defer closeRuntime(rt)
 	cache := cacheDir()
 	d, err := engine.Doctor(ctx, engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,

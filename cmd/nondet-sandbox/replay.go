@@ -54,10 +54,11 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if !pythonSet && rep.Python != "" {
 		opts.python = rep.Python
 	}
-	rt, err := newRuntime(opts.runtimeName, opts.runOptions)
+	rt, err := newRuntime(ctx, opts.runtimeName, opts.runOptions)
 	if err != nil {
 		return err
 	}
+	defer closeRuntime(rt)
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
 		Private: true, Limits: opts.runOptions.limits(),

@@ -93,8 +93,15 @@ func newRunCommand() *cobra.Command {
 	return cmd
 }
 
-// newRuntime maps --runtime to a backend.
-func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
+// closeRuntime releases what a runtime holds (the Docker client).
+func closeRuntime(rt sandbox.Runtime) {
+	if c, ok := rt.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// newRuntime maps --runtime to a backend; closeRuntime releases it.
+func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime, error) {
 	switch name {
 	case "host":
 		return host.New(), nil
@@ -109,13 +116,13 @@ func newRuntime(name string, o runOptions) (sandbox.Runtime, error) {
 	case "oci":
 		oo := oci.DefaultOptions()
 		oo.Binary, oo.Seccomp, oo.UserNS = o.ociRuntime, o.seccomp, o.userns
-		rt, err := oci.New(oo)
+		rt, err := oci.New(ctx, oo)
 		if err != nil {
 			return nil, engine.Unavailable(err)
 		}
 		return rt, nil
 	case "docker":
-		rt, err := docker.New(context.Background(), o.image)
+		rt, err := docker.New(ctx, o.image)
 		if err != nil {
 			return nil, engine.Unavailable(err)
 		}
@@ -136,10 +143,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.jobs < 1 {
 		return usageErrorf("--jobs %d: at least 1", opts.jobs)
 	}
-	rt, err := newRuntime(opts.runtimeName, opts)
+	rt, err := newRuntime(ctx, opts.runtimeName, opts)
 	if err != nil {
 		return err
 	}
+	defer closeRuntime(rt)
 	targets, err := parseTargets(args)
 	if err != nil {
 		return err

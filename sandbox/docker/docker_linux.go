@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -36,9 +35,6 @@ const chanDir = "/nondet-chan"
 type Runtime struct {
 	cli   *client.Client
 	image string
-
-	mu   sync.Mutex
-	scan sandbox.Scan
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -83,15 +79,21 @@ func (*Runtime) InImage() bool { return true }
 func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 
 // Begin remembers the scan; containers are made per job.
-func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
-	r.mu.Lock()
-	r.scan = scan
-	r.mu.Unlock()
-	return func(ctx context.Context) error {
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
+	return &session{Runtime: r, scan: scan, end: sandbox.OnceEnd(func(ctx context.Context) error {
 		_, err := r.removeScan(ctx, func(id string) bool { return id != scan.ID })
 		return err
-	}, nil
+	})}, nil
 }
+
+// session is one scan's containers, labelled with its id.
+type session struct {
+	*Runtime
+	scan sandbox.Scan
+	end  func(context.Context) error
+}
+
+func (s *session) End(ctx context.Context) error { return s.end(ctx) }
 
 // shim opens the record channel as fd 3, sets the umask, forks until the
 // next pid is the run's (see sandbox's pidShim), and runs the interpreter
@@ -99,7 +101,8 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Co
 const shim = `exec 3>"$1" || exit 125; umask "$2"; t=$3; shift 3; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
 
 // Run creates, starts, waits for and removes one container.
-func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	r := s
 	chanHost := filepath.Join(job.Scratch, "chan")
 	if err := os.MkdirAll(chanHost, 0o711); err != nil {
 		return nil, err
@@ -161,11 +164,14 @@ func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		},
 	}
 	umask := fmt.Sprintf("%04o", c.Umask)
-	cmd := append([]string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", umask, strconv.Itoa(c.PidFloor)}, job.Argv...)
+	// The image's own ENV (LANG, PYTHON_VERSION, GPG_KEY in the official
+	// images) must not reach the probe: env -i gives it exactly the job's.
+	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
+	cmd = append(append(cmd, job.Env...), job.Argv...)
 	cfg := &container.Config{
 		Image: r.image, Cmd: cmd, Env: job.Env, WorkingDir: job.Dir, Hostname: c.Hostname,
 		User:         fmt.Sprintf("%d:%d", c.UID, c.GID),
-		Labels:       map[string]string{ScanLabel: r.scan.ID},
+		Labels:       map[string]string{ScanLabel: s.scan.ID},
 		AttachStdout: true, AttachStderr: true, NetworkDisabled: true,
 	}
 	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, job.ID)

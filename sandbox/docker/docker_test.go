@@ -51,3 +51,8 @@ func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestContract checks each promise of the runtime interface.
+func TestContract(t *testing.T) {
+	conformance.Contract(t, newRuntime(t), leftovers)
+}

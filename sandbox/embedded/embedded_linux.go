@@ -58,9 +58,6 @@ func DefaultOptions() Options {
 // Runtime is the embedded backend.
 type Runtime struct {
 	opts Options
-
-	mu   sync.Mutex
-	scan *containerscan.Scan
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -87,26 +84,30 @@ func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions
 
 // Begin makes the scan's root skeleton, state directory and parent cgroup
 // with the scan-wide memory and pids ceiling.
-func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
 	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.scan = cs
-	r.mu.Unlock()
-	return end, nil
+	return &session{opts: r.opts, cs: cs, end: sandbox.OnceEnd(end)}, nil
 }
 
+// session is one scan's containers.
+type session struct {
+	opts Options
+	cs   *containerscan.Scan
+	end  func(context.Context) error
+}
+
+func (s *session) End(ctx context.Context) error { return s.end(ctx) }
+
 // Run creates one container, runs the job in it, and destroys it.
-func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
-	r.mu.Lock()
-	cs := r.scan
-	r.mu.Unlock()
+func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	cs := s.cs
 	if err := cs.Ensure(job); err != nil {
 		return nil, err
 	}
-	spec, err := cs.Policy(job, r.opts.UserNS, r.opts.Seccomp).Spec(job)
+	spec, err := cs.Policy(job, s.opts.UserNS, s.opts.Seccomp).Spec(job)
 	if err != nil {
 		return nil, err
 	}

@@ -35,3 +35,8 @@ func TestConformance(t *testing.T) {
 func TestDoctorPosture(t *testing.T) {
 	conformance.Posture(t, newRuntime(t), testenv.Python(t), true)
 }
+
+// TestContract checks each promise of the runtime interface.
+func TestContract(t *testing.T) {
+	conformance.Contract(t, newRuntime(t), leftovers)
+}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -16,10 +15,7 @@ import (
 )
 
 // Runtime is the host backend.
-type Runtime struct {
-	mu      sync.Mutex
-	scratch string // the scan's; $SCRATCH in a job's paths
-}
+type Runtime struct{}
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
@@ -43,21 +39,24 @@ func (*Runtime) Applies() []sandbox.Support {
 	}
 }
 
-// Begin remembers where $SCRATCH is.
-func (r *Runtime) Begin(_ context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
-	r.mu.Lock()
-	r.scratch = filepath.Join(scan.Scratch, "conditions")
-	r.mu.Unlock()
-	return func(context.Context) error { return nil }, nil
+// Begin returns the scan's session, which knows where $SCRATCH is.
+func (r *Runtime) Begin(_ context.Context, scan sandbox.Scan) (sandbox.Session, error) {
+	return &session{scratch: filepath.Join(scan.Scratch, "conditions")}, nil
 }
+
+// session is one scan's processes.
+type session struct {
+	scratch string // the scan's; $SCRATCH in a job's paths
+}
+
+// End has nothing to release: the engine removes the scratch directory.
+func (*session) End(context.Context) error { return nil }
 
 // place turns a condition's path ($SCRATCH/home/probe1) into a directory
 // under the scan's scratch directory, made if missing. Runs under the same
 // conditions share it, so the path itself is a condition like any other.
-func (r *Runtime) place(path, fallback string) (string, error) {
-	r.mu.Lock()
+func (r *session) place(path, fallback string) (string, error) {
 	root := r.scratch
-	r.mu.Unlock()
 	rest, ok := strings.CutPrefix(path, sandbox.ScratchVar)
 	if !ok || root == "" {
 		rest, root = "", fallback
@@ -73,7 +72,7 @@ func (*Runtime) Sweep(context.Context, func(string) bool) ([]string, error) { re
 // Run starts the interpreter in its own process group, with HOME and the
 // working directory made fresh under the job's scratch directory, and
 // kills the whole group when it ends or ctx is cancelled.
-func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
 	home, err := r.place(job.Cond.Home, filepath.Join(job.Scratch, "home"))
 	if err != nil {
 		return nil, fmt.Errorf("host runtime: %w", err)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -36,15 +35,12 @@ func DefaultOptions() Options {
 type Runtime struct {
 	opts   Options
 	binary string
-
-	mu   sync.Mutex
-	scan *containerscan.Scan
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
 // New checks that the binary exists and answers.
-func New(opts Options) (*Runtime, error) {
+func New(ctx context.Context, opts Options) (*Runtime, error) {
 	bin, err := exec.LookPath(opts.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("OCI runtime %q not found; give its path with --oci-runtime (Debian: apt-get install runc)", opts.Binary)
@@ -52,7 +48,7 @@ func New(opts Options) (*Runtime, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the oci runtime needs root on this machine; run as root, or use --runtime docker or --runtime host")
 	}
-	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out))
 	}
 	return &Runtime{opts: opts, binary: bin}, nil
@@ -65,31 +61,31 @@ func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions
 
 // Begin makes the root skeleton, the runtime's state directory and the
 // scan's parent cgroup.
-func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (func(context.Context) error, error) {
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
 	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.scan = cs
-	r.mu.Unlock()
-	return end, nil
+	return &session{Runtime: r, cs: cs, end: sandbox.OnceEnd(end)}, nil
 }
 
-func (r *Runtime) current() *containerscan.Scan {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.scan
+// session is one scan's bundles and containers.
+type session struct {
+	*Runtime
+	cs  *containerscan.Scan
+	end func(context.Context) error
 }
 
-func (r *Runtime) runtime(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, r.binary, append([]string{"--root", r.current().StateDir}, args...)...)
+func (s *session) End(ctx context.Context) error { return s.end(ctx) }
+
+func (s *session) runtime(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, s.binary, append([]string{"--root", s.cs.StateDir}, args...)...)
 }
 
 // Run writes the job's bundle and runs it with `<runtime> run`, passing
 // the record channel as fd 3 (--preserve-fds 1).
-func (r *Runtime) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
-	cs := r.current()
+func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	r, cs := s, s.cs
 	if err := cs.Ensure(job); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -11,7 +12,7 @@ import (
 func newRuntime(t *testing.T) *oci.Runtime {
 	t.Helper()
 	testenv.NeedRoot(t)
-	rt, err := oci.New(oci.DefaultOptions())
+	rt, err := oci.New(context.Background(), oci.DefaultOptions())
 	if err != nil {
 		testenv.Skip(t, "runc unavailable: "+err.Error())
 	}
@@ -32,8 +33,13 @@ func TestDoctorPosture(t *testing.T) {
 func TestMissingBinarySaysWhatToDo(t *testing.T) {
 	opts := oci.DefaultOptions()
 	opts.Binary = "/nonexistent/runsc"
-	_, err := oci.New(opts)
+	_, err := oci.New(context.Background(), opts)
 	if err == nil || err.Error() != `OCI runtime "/nonexistent/runsc" not found; give its path with --oci-runtime (Debian: apt-get install runc)` {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestContract checks each promise of the runtime interface.
+func TestContract(t *testing.T) {
+	conformance.Contract(t, newRuntime(t), func() []string { return conformance.Leftovers(oci.DefaultOptions().StateRoot) })
 }

@@ -1,0 +1,173 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// Contract checks each promise of the sandbox.Runtime and sandbox.Session
+// interfaces on one runtime, one subtest per promise, with plain shell
+// jobs (no Python, no engine): the exit status and the signal come back,
+// the record channel delivers, the environment is exactly the job's,
+// cancelling the context kills the whole process tree before Run returns,
+// Sweep removes what a dead scan left, and End is safe twice. leftovers,
+// when not nil, lists the runtime's resources that exist now.
+func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
+	t.Helper()
+	// The scan's scratch must be reachable by a container's users: a test's
+	// own temporary directory is not.
+	scratch, err := os.MkdirTemp("/tmp", "nds-contract-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	if err := os.Chmod(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scan := sandbox.Scan{ID: randHex(4), Scratch: scratch, Jobs: 2, Limits: sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64}}
+	sess, err := rt.Begin(context.Background(), scan)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.End(context.Background()) })
+	seq := 0
+	run := func(ctx context.Context, script string, env ...string) (*sandbox.Exit, string, error) {
+		seq++
+		jobScratch, err := os.MkdirTemp(scratch, "job-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		job := &sandbox.Job{
+			ID:   scanlock.Prefix + scan.ID + "-contract-" + randHex(2),
+			Argv: []string{"/bin/sh", "-c", script},
+			Env:  append([]string{"PATH=/usr/bin:/bin", "HOME=/home/probe"}, env...),
+			Dir:  "/tmp", Records: w, Stdout: io.Discard, Stderr: io.Discard, Scratch: jobScratch,
+			// A pid floor puts the runtime's shim at pid 1 and the job below
+			// it, as the engine's jobs are (pid 1 ignores signals it sent).
+			Cond: sandbox.Conditions{Hostname: "contract", UID: sandbox.ProbeUIDs[0], GID: sandbox.ProbeUIDs[0], Umask: 0o022,
+				Home: "/home/probe", PidFloor: 5},
+			Limits: scan.Limits,
+		}
+		if rt.Isolated() {
+			if _, inImage := rt.(sandbox.ImageRuntime); !inImage {
+				for _, d := range sandbox.SystemDirs {
+					job.Binds = append(job.Binds, sandbox.Bind{Source: d, Target: d})
+				}
+			}
+		} else {
+			job.Dir, job.Env[1] = sandbox.ScratchVar+"/cwd", "HOME="+sandbox.ScratchVar+"/home"
+		}
+		var records bytes.Buffer
+		read := make(chan struct{})
+		go func() { defer close(read); _, _ = io.Copy(&records, r) }()
+		exit, err := sess.Run(ctx, job)
+		w.Close()
+		// Every process of the job is gone once Run returns: none holds the
+		// write end, so the channel ends at once.
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the record channel is still open 10s after Run returned: a process of the job outlived it")
+			r.Close()
+			<-read
+		}
+		return exit, records.String(), err
+	}
+
+	t.Run("exit status", func(t *testing.T) {
+		exit, _, err := run(context.Background(), "exit 7")
+		if err != nil || exit == nil || exit.Code != 7 || exit.Signal != "" {
+			t.Fatalf("exit %+v, %v; want status 7", exit, err)
+		}
+	})
+	t.Run("signal", func(t *testing.T) {
+		exit, _, err := run(context.Background(), "kill -SEGV $$")
+		if err != nil || exit == nil || exit.Signal != "SIGSEGV" {
+			t.Fatalf("exit %+v, %v; want SIGSEGV", exit, err)
+		}
+	})
+	t.Run("record channel", func(t *testing.T) {
+		_, recs, err := run(context.Background(), "echo one >&3; echo two >&3")
+		if err != nil || recs != "one\ntwo\n" {
+			t.Fatalf("records %q, %v", recs, err)
+		}
+	})
+	t.Run("environment is the job's", func(t *testing.T) {
+		_, recs, err := run(context.Background(), "env >&3", "NONDET_CONTRACT=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		sc := bufio.NewScanner(strings.NewReader(recs))
+		for sc.Scan() {
+			name, _, _ := strings.Cut(sc.Text(), "=")
+			switch name {
+			case "PWD", "SHLVL", "_", "HOSTNAME": // the shell's own, and Docker's
+				continue
+			}
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		if want := []string{"HOME", "NONDET_CONTRACT", "PATH"}; !slices.Equal(got, want) {
+			t.Fatalf("environment %v, want exactly %v", got, want)
+		}
+	})
+	t.Run("cancel kills the tree", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { time.Sleep(time.Second); cancel() }()
+		start := time.Now()
+		exit, _, err := run(ctx, "sleep 300 & sleep 300 & echo started >&3; wait")
+		if time.Since(start) > time.Minute {
+			t.Fatalf("Run returned %s after the cancel", time.Since(start))
+		}
+		if err == nil && exit != nil && exit.Code == 0 && exit.Signal == "" {
+			t.Fatalf("a cancelled job exited cleanly: %+v", exit)
+		}
+	})
+	t.Run("End is safe twice", func(t *testing.T) {
+		other, err := rt.Begin(context.Background(), sandbox.Scan{ID: randHex(4), Scratch: scratch, Jobs: 1, Limits: scan.Limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.End(context.Background()); err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		if err := other.End(context.Background()); err != nil {
+			t.Fatalf("a second End: %v", err)
+		}
+	})
+	t.Run("Sweep removes a dead scan's", func(t *testing.T) {
+		dead := randHex(4)
+		if _, err := rt.Begin(context.Background(), sandbox.Scan{ID: dead, Scratch: scratch, Jobs: 1, Limits: scan.Limits}); err != nil {
+			t.Fatal(err)
+		}
+		// Never ended: as a scan killed with SIGKILL leaves it.
+		if _, err := rt.Sweep(context.Background(), func(id string) bool { return id != dead }); err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+		if leftovers == nil {
+			return
+		}
+		for _, l := range leftovers() {
+			if strings.Contains(l, dead) {
+				t.Errorf("left after Sweep: %s", l)
+			}
+		}
+	})
+}

@@ -58,35 +58,47 @@ type Options struct {
 	CallerHashSeed string
 }
 
+// DefaultOptions are every default of a scan, in one place: the command
+// line's flags take theirs from here, and a zero field of Options gets its
+// value from here too.
+func DefaultOptions() Options {
+	return Options{
+		Python: "python3", Runs: 3, SmellRuns: 3, Jobs: 1, CallTimeout: 10 * time.Second,
+		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: 64 << 20},
+		Version: "dev",
+	}
+}
+
 func (o *Options) defaults() {
+	d := DefaultOptions()
 	if o.Runs < 2 {
-		o.Runs = 3
+		o.Runs = d.Runs
 	}
 	if o.SmellRuns == 0 {
-		o.SmellRuns = 3
+		o.SmellRuns = d.SmellRuns
 	}
 	if o.SmellRuns < 0 {
 		o.SmellRuns = 0
 	}
 	if o.Jobs < 1 {
-		o.Jobs = 1
+		o.Jobs = d.Jobs
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 10 * time.Second
+		o.CallTimeout = d.CallTimeout
 	}
 	if o.Python == "" {
-		o.Python = "python3"
+		o.Python = d.Python
 	}
 	if o.Limits.MemoryBytes == 0 {
-		o.Limits.MemoryBytes = 2 << 30
+		o.Limits.MemoryBytes = d.Limits.MemoryBytes
 	}
 	if o.Limits.Pids == 0 {
-		o.Limits.Pids = 256
+		o.Limits.Pids = d.Limits.Pids
 	}
 	if o.Limits.TmpfsBytes == 0 {
-		o.Limits.TmpfsBytes = 64 << 20
+		o.Limits.TmpfsBytes = d.Limits.TmpfsBytes
 	}
 	if o.Version == "" {
-		o.Version = "dev"
+		o.Version = d.Version
 	}
 }

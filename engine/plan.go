@@ -100,6 +100,9 @@ var faketimeLibs = []string{
 	"/usr/lib64/faketime/libfaketime.so.1",
 }
 
+// imageFaketime is where the probe image keeps libfaketime.
+const imageFaketime = "/usr/lib/faketime/libfaketime.so.1"
+
 func findFaketime() string {
 	for _, p := range faketimeLibs {
 		if _, err := os.Stat(p); err == nil {

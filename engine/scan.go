@@ -218,6 +218,11 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 		s.runs = append([]RunConditions(nil), opts.ExplicitRuns...)
 	}
 	s.faketime = findFaketime()
+	if inImage {
+		// The image's libfaketime, where images/probe/Dockerfile puts it on
+		// every architecture, not where the host happens to have one.
+		s.faketime = imageFaketime
+	}
 	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
 	return s, undoAll, nil
 }

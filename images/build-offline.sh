@@ -6,8 +6,8 @@
 #      tzdata, locales and libfaketime, from the mirror this machine's apt
 #      uses, and `docker import` it as nondet-sandbox-base:bookworm (skipped
 #      when that image exists, unless FORCE=1);
-#   2. `docker build` images/probe/Dockerfile on that base, with worker.py
-#      from engine/worker.py, as nondet-sandbox-probe:latest.
+#   2. `docker build` images/probe/Dockerfile on that base, as
+#      nondet-sandbox-probe:latest (the worker is bound in by each scan).
 #
 # Needs root (for debootstrap) and a running Docker engine. Runs without a
 # terminal (CI). Progress goes to stderr; the probe image's id is the one line
@@ -33,9 +33,7 @@ die() { printf 'build-offline: error: %s\n' "$*" >&2; exit 1; }
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd -P)"
 DOCKERFILE="$ROOT/images/probe/Dockerfile"
-WORKER="$ROOT/engine/worker.py"
 [ -f "$DOCKERFILE" ] || die "missing $DOCKERFILE"
-[ -f "$WORKER" ] || die "missing $WORKER"
 
 # ---------------------------------------------------------------- cleanup
 
@@ -213,7 +211,6 @@ fi
 # ---------------------------------------------------------------- probe image
 
 CONTEXT="$(mktemp -d "${TMPDIR:-/tmp}/nds-image-context.XXXXXX")"
-cp "$WORKER" "$CONTEXT/worker.py"
 
 log "building $PROBE_IMAGE on $BASE_IMAGE"
 t0=$SECONDS

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NONDET_SANDBOX_BE_MAIN") == "1" {
 		os.Exit(run())
 	}
-	os.Exit(testscript.RunMain(m, map[string]func() int{"nondet-sandbox": run}))
+	testscript.Main(m, map[string]func(){"nondet-sandbox": func() { os.Exit(run()) }})
 }
 
 func command(args ...string) *exec.Cmd {

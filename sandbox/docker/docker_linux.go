@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"io"
 	"os"
 	"path/filepath"
@@ -59,7 +60,7 @@ func New(ctx context.Context, image string) (*Runtime, error) {
 	cli.NegotiateAPIVersion(ctx)
 	if _, err := cli.ImageInspect(pctx, image); err != nil {
 		cli.Close()
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("the probe image %s is not there: build it with `make image` (images/build-offline.sh, no registry needed), or pass --image", image)
 		}
 		return nil, fmt.Errorf("docker: inspecting image %s: %v", image, firstLine(err.Error()))
@@ -263,7 +264,7 @@ func (r *Runtime) removeScan(ctx context.Context, alive func(string) bool) ([]st
 		if alive(c.Labels[ScanLabel]) {
 			continue
 		}
-		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 			continue
 		}

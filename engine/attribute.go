@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"slices"
 	"sort"
@@ -66,7 +65,10 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 			groups[key] = g
 			keys = append(keys, key)
 			base, other := s.runs[key[0]], s.runs[key[1]]
-			base.pinClock, other.pinClock = true, true
+			// The clock starts at one instant in every attribution run.
+			if base.Clock != "" {
+				base.Clock, other.Clock = pinned+base.Clock, pinned+other.Clock
+			}
 			ctrl, ctrl2 := base, base
 			base.ID, base.Purpose = -1, "attribute:base"
 			ctrl.ID, ctrl.Purpose = -1, "attribute:control"
@@ -187,12 +189,4 @@ func breakersOf(rungs [][]outcome) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// describeCauses is the text for a finding's causes.
-func describeCauses(c []string) string {
-	if len(c) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("moved by: %s", strings.Join(c, ", "))
 }

@@ -279,7 +279,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			}
 			if b.hi-b.lo <= 1 {
 				s.movedBy(b, byIndex[b.cand[b.hi-1]].ID)
-				byIndex[b.cand[b.hi-1]].fn.addMoves(b.p.ID)
+				byIndex[b.cand[b.hi-1]].fn.AddMoves(b.p.ID)
 				continue
 			}
 			b.k = (b.lo + b.hi) / 2
@@ -344,12 +344,5 @@ func (s *scan) movedBy(b *bisection, culprit string) {
 	default:
 		m.Detail = "the calls before it did not move it again when replayed"
 		f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after other functions had run in the same interpreter, and bisecting those calls did not name one (not nondeterminism)", m.Run)
-	}
-}
-
-func (f *Function) addMoves(id string) {
-	if !slices.Contains(f.Moves, id) {
-		f.Moves = append(f.Moves, id)
-		slices.Sort(f.Moves)
 	}
 }

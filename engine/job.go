@@ -122,8 +122,8 @@ func (s *scan) env(rc RunConditions) []string {
 	}
 	switch {
 	case rc.Clock == "" || s.faketime == "":
-	case rc.pinClock:
-		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", clockStart(rc.Clock)))
+	case strings.HasPrefix(rc.Clock, pinned):
+		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", clockStart(strings.TrimPrefix(rc.Clock, pinned))))
 	case rc.Clock != "0s":
 		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME="+rc.Clock)
 	}
@@ -173,7 +173,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
-		Cond:    rc.container(),
+		Cond:    containerConditions(rc),
 		Limits:  s.opts.Limits,
 	}
 	readDone := make(chan struct{})

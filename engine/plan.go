@@ -14,32 +14,12 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
-// RunConditions are every condition of one run, written into the report so
-// any finding can be replayed.
-type RunConditions struct {
-	ID        int    `json:"id"`
-	HashSeed  uint32 `json:"hash_seed"`
-	TZ        string `json:"tz"`
-	Locale    string `json:"locale"`
-	CallOrder string `json:"call_order"` // "forward" or "reversed"
-	Hostname  string `json:"hostname"`
-	UID       int    `json:"uid"`
-	GID       int    `json:"gid"`
-	Umask     string `json:"umask"`
-	Cwd       string `json:"cwd"`
-	Home      string `json:"home"`
-	CPUs      string `json:"cpus"`
-	Clock     string `json:"clock_offset"`
-	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
-	// Purpose is "main" for the runs every function gets, "hash-seed" for
-	// the extra runs of functions that smell (base conditions, a new seed).
-	Purpose string `json:"purpose"`
-	// pinClock starts the clock at a fixed instant (shifted by Clock), so
-	// that attribution runs started a second apart do not disagree on a
-	// clock of one-second resolution: the causes of a clock finding are then
-	// the same from scan to scan.
-	pinClock bool
-}
+// pinned starts the Clock of a run whose clock starts at a fixed instant
+// (pinnedEpoch, shifted by the offset after it), so that attribution runs
+// started a second apart do not disagree on a clock of one-second
+// resolution: the causes of a clock finding are then the same from scan to
+// scan. Only attribution runs, never reported, are pinned.
+const pinned = "@"
 
 // pinnedEpoch is where a pinned clock starts: noon UTC, so a date read in
 // UTC and twelve hours west of it is the same day.
@@ -66,14 +46,14 @@ func clockStart(offset string) int64 {
 
 // label names a run in job and file names: r<id>, or the purpose of an
 // attribution run.
-func (rc RunConditions) label() string {
+func runLabel(rc RunConditions) string {
 	if rc.ID >= 0 {
 		return fmt.Sprintf("r%d", rc.ID)
 	}
 	return strings.ReplaceAll(rc.Purpose, ":", "-")
 }
 
-func (rc RunConditions) container() sandbox.Conditions {
+func containerConditions(rc RunConditions) sandbox.Conditions {
 	var umask uint32
 	fmt.Sscanf(rc.Umask, "%o", &umask)
 	return sandbox.Conditions{Hostname: rc.Hostname, UID: rc.UID, GID: rc.GID, Umask: umask, Home: rc.Home,

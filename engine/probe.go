@@ -37,14 +37,6 @@ type outcome struct {
 	value2  string
 }
 
-// Event is something a call did that the engine had to contain.
-type Event struct {
-	Kind   string `json:"kind"` // timeout, crash, thread, tampered, import-timeout, import-crash
-	Run    int    `json:"run"`
-	Rung   int    `json:"rung"`
-	Detail string `json:"detail,omitempty"`
-}
-
 // results collects every outcome of a scan.
 type results struct {
 	calls      map[int][][]outcome // probe -> rung -> run
@@ -198,7 +190,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		// Every plan file has a name of its own: shards of attribution
 		// groups, confirmations and bisection steps share ids and labels
 		// and run at once.
-		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d-%d.json", sh.ID, rc.label(), run, attempt, s.planSeq.Add(1)), plan)
+		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d-%d.json", sh.ID, runLabel(rc), run, attempt, s.planSeq.Add(1)), plan)
 		if err != nil {
 			s.shardFailed(sh, run, res, err.Error())
 			return
@@ -206,7 +198,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		wd := &watchdog{}
 		sink := &shardRun{s: s, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
 		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout, importTimeout)
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, rc.label()), rc, []string{"probe", path}, importTimeout, rr.handle, wd)
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, []string{"probe", path}, importTimeout, rr.handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.shardFailed(sh, run, res, err.Error())

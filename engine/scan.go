@@ -82,7 +82,7 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 			}
 		}
 	}
-	rep.finish()
+	rep.Finish()
 	return rep, nil
 }
 
@@ -467,7 +467,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			if f.Func == "" && !s.opts.Private && strings.HasPrefix(fn.Name, "_") {
 				continue
 			}
-			out := rep.addFunction(f.Rel+"::"+fn.Name, fn.Line)
+			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)
 			why := signatureProblem(fn)
 			switch {
 			case why != "":

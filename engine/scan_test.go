@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,7 +279,7 @@ func TestForgedRecordsAreCaughtAndDropped(t *testing.T) {
 		t.Errorf("the victim's real answers did not survive: %s %+v %s", v.Verdict, v.Rungs, v.Reason)
 	}
 	var js strings.Builder
-	if err := engine.WriteJSON(&js, rep); err != nil {
+	if err := report.WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(js.String(), "forged") && strings.Contains(js.String(), `V:\"forged\"`) {

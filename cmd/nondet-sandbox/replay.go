@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"io"
 	"os"
 	"strings"
@@ -43,7 +44,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if err != nil {
 		return usageErrorf("--report: %v", err)
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return usageErrorf("--report %s is not a nondet-sandbox JSON report: %v", opts.report, err)
 	}

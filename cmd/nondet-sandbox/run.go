@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"golang.org/x/term"
 	"io"
 	"math/rand/v2"
@@ -189,11 +190,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	switch opts.format {
 	case "json":
-		err = engine.WriteJSON(out, rep)
+		err = report.WriteJSON(out, rep)
 	case "sarif":
-		err = engine.WriteSARIF(out, rep)
+		err = report.WriteSARIF(out, rep)
 	default:
-		err = engine.WriteText(out, rep)
+		err = report.WriteText(out, rep)
 	}
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"net"
 	"os"
 	"os/exec"
@@ -119,10 +120,10 @@ func Run(t *testing.T, env Env) {
 		t.Fatalf("the scan did not finish: %v", err)
 	}
 	var text, js bytes.Buffer
-	if err := engine.WriteText(&text, rep); err != nil {
+	if err := report.WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.WriteJSON(&js, rep); err != nil {
+	if err := report.WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
 	outputs := text.String() + js.String() + notes.String()

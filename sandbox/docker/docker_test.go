@@ -54,5 +54,6 @@ func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 
 // TestContract checks each promise of the runtime interface.
 func TestContract(t *testing.T) {
+	testenv.Integration(t)
 	conformance.Contract(t, newRuntime(t), leftovers)
 }

@@ -1,4 +1,4 @@
-package engine
+package report
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 func TestTextIsSafeForTerminals(t *testing.T) {
 	rep := &Report{Tool: Tool{Name: "nondet-sandbox"}, Modules: []Module{{Path: "evil.py", Status: "import-failed", Error: "RuntimeError: \x1b]0;pwned\x07"}},
 		Functions: []*Function{{ID: "evil.py::f\x1b[2J", Verdict: VerdictLook, Reason: "every rung raised"}}}
-	rep.finish()
+	rep.Finish()
 	var b strings.Builder
 	if err := WriteText(&b, rep); err != nil {
 		t.Fatal(err)

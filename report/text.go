@@ -1,4 +1,4 @@
-package engine
+package report
 
 import (
 	"encoding/json"
@@ -257,4 +257,12 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// describeCauses is the text for a finding's causes.
+func describeCauses(c []string) string {
+	if len(c) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("moved by: %s", strings.Join(c, ", "))
 }

@@ -1,0 +1,94 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata from the renderers")
+
+// synthetic is a report with one of each thing a renderer shows: a
+// cross-run finding with causes and smells, an in-process finding, an
+// unattributed one, an order-sensitive function, one moved by another's
+// state and its culprit, a look, a not-probed function, a module that
+// failed and a condition that was skipped. No Python is needed.
+func synthetic() *Report {
+	run := func(id int, seed uint32, tz, order string) RunConditions {
+		return RunConditions{ID: id, HashSeed: seed, TZ: tz, Locale: "C.UTF-8", CallOrder: order, Hostname: "probe-a",
+			UID: 61000, GID: 61000, Umask: "022", Cwd: "/tmp/work", Home: "/home/probe", CPUs: "0-1", Clock: "0s", Purpose: "main"}
+	}
+	r := &Report{
+		Tool: Tool{Name: "nondet-sandbox", Version: "test"}, Runtime: "embedded", Python: "python3", Seed: 7,
+		Targets: []string{"src"},
+		Runs:    []RunConditions{run(0, 11, "UTC0", "forward"), run(1, 22, "GMT+12", "reversed")},
+		Skipped: []sandbox.Support{{Condition: sandbox.Clock, Reason: "libfaketime is not installed"}},
+		Modules: []Module{{Path: "pkg/a.py", Status: "ok"}, {Path: "pkg/broken.py", Status: "unparseable", Error: "SyntaxError: invalid syntax (line 3)"}},
+	}
+	f := r.AddFunction("pkg/a.py::resolve", 3)
+	f.Verdict, f.Reason, f.Causes, f.Runs = VerdictNondeterministic, "a witness is a fact: this function gave two answers to one input", []string{"hash-seed"}, 6
+	f.Witness = &Witness{Rung: 7, Args: []string{`"alpha"`}, OrderOnly: true,
+		Answers: []Answer{{Run: 0, Value: `V:set["a","l"]`}, {Run: 1, Value: `V:set["l","a"]`}}}
+	f.Smells = []gate.Smell{{Kind: "set-iteration", Call: "iteration over a set", Line: 4}}
+	f.Rungs = RungCounts{Total: 37, Answered: 20, Raised: 17}
+	f = r.AddFunction("pkg/a.py::counter", 9)
+	f.Verdict, f.Causes = VerdictNondeterministic, []string{BreakerRepeat}
+	f.Witness = &Witness{Rung: 0, Args: []string{}, Breaker: BreakerRepeat, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 0, Value: "V:2"}}}
+	f = r.AddFunction("pkg/a.py::both", 12)
+	f.Verdict, f.Causes, f.CauseNote = VerdictNondeterministic, []string{"unattributed"}, "no single varied condition moved it alone; the other run's conditions together did"
+	f.Witness = &Witness{Rung: 0, Args: []string{"0"}, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 1, Value: "V:2"}}}
+	f = r.AddFunction("pkg/a.py::keys", 15)
+	f.Verdict, f.Reason = VerdictDeterministic, "no run disagreed; not a guarantee; raised on 3 of 37 rungs"
+	f.OrderSensitive = &Witness{Rung: 19, Args: []string{`{"red":1,"green":2}`}, Breaker: BreakerDictOrder,
+		Answers: []Answer{{Run: 0, Value: `V:"red,green"`}, {Run: 0, Value: `V:"green,red"`}}}
+	f = r.AddFunction("pkg/a.py::get_mode", 18)
+	f.Verdict, f.Reason = VerdictDeterministic, "called alone it gave one answer under both runs' conditions"
+	f.MovedBy = &MovedBy{Culprit: "pkg/a.py::set_mode", Run: 0, Alone: `V:"fast"`, Moved: `V:"slow"`}
+	f = r.AddFunction("pkg/a.py::set_mode", 21)
+	f.Verdict, f.Reason, f.Moves = VerdictDeterministic, "no run disagreed; not a guarantee; raised on 0 of 37 rungs", []string{"pkg/a.py::get_mode"}
+	f = r.AddFunction("pkg/a.py::strict", 24)
+	f.Verdict, f.Reason = VerdictLook, "every rung raised — the ladder reached this function's type errors and never its behaviour (37 of 37 rungs)"
+	f.Contained = []Event{{Kind: "timeout", Run: 1, Rung: 3, Detail: "ran past the 10s call limit"}}
+	f = r.AddFunction("pkg/a.py::many", 27)
+	f.Verdict, f.Reason = VerdictNotProbed, "4 required parameters: the ladder covers 0 to 3"
+	r.Finish()
+	return r
+}
+
+// TestRenderersGolden renders the synthetic report in every format and
+// compares it with testdata; go test ./report -update rewrites them.
+func TestRenderersGolden(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		render func(*bytes.Buffer, *Report) error
+	}{
+		{"report.txt", func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) }},
+		{"report.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
+		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := c.render(&b, synthetic()); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", c.file)
+			if *update {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test ./report -update writes it)", err)
+			}
+			if !bytes.Equal(b.Bytes(), want) {
+				t.Errorf("%s differs from what the renderer writes now (go test ./report -update, then review the diff):\n%s", path, b.String())
+			}
+		})
+	}
+}

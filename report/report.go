@@ -1,0 +1,266 @@
+package report
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// In-process breakers, as the worker names them.
+const (
+	BreakerRepeat    = "repeat"     // the same input twice
+	BreakerDictOrder = "dict-order" // the input with every dict in reversed key order
+	BreakerOrderFree = "order-free" // an argument declared order-free, reversed
+)
+
+// Verdicts. Deterministic means no run disagreed, never a guarantee.
+const (
+	VerdictNondeterministic = "nondeterministic"
+	VerdictDeterministic    = "deterministic"
+	VerdictLook             = "look"
+	VerdictNotProbed        = "not-probed"
+)
+
+// Report is the whole result of a scan. Its JSON field names are stable:
+// CI systems and other tools parse them. It holds no timestamps or
+// temporary paths, so two scans with the same seed are byte-identical.
+type Report struct {
+	Tool    Tool   `json:"tool"`
+	Runtime string `json:"runtime"`
+	Python  string `json:"python"`
+	Seed    uint64 `json:"seed"`
+	// Targets are the command line's paths as given, so `replay` can find
+	// the scanned files again from the same folder.
+	Targets        []string          `json:"targets"`
+	CallerHashSeed string            `json:"caller_pythonhashseed,omitempty"`
+	Runs           []RunConditions   `json:"runs"`
+	Skipped        []sandbox.Support `json:"conditions_skipped"`
+	Modules        []Module          `json:"modules"`
+	Functions      []*Function       `json:"functions"`
+	Census         Census            `json:"census"`
+	Processes      int               `json:"processes"`
+	Calls          int               `json:"calls"`
+	// Measurements differ from scan to scan by nature, so they are only
+	// written when asked for (--measure); without them two scans with one
+	// seed are byte-identical.
+	Measurements *Measurements `json:"measurements,omitempty"`
+}
+
+// Measurements are what the sandbox measured of each worker.
+type Measurements struct {
+	Workers []Worker `json:"workers"`
+}
+
+// Worker is one interpreter process: discovery, or one attempt of one
+// (shard, run).
+type Worker struct {
+	Job        string `json:"job"` // "discover", or "s<shard>-r<run>"
+	Run        int    `json:"run"` // -1 for discovery
+	PeakMemory int64  `json:"peak_memory_bytes"`
+	OOMKilled  bool   `json:"oom_killed,omitempty"`
+}
+
+// Tool names the program that wrote the report.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Module is one source file and whether it could be parsed and imported.
+type Module struct {
+	Path   string `json:"path"`
+	Status string `json:"status"` // ok, unparseable, unreadable, import-failed
+	Error  string `json:"error,omitempty"`
+}
+
+// Function is one module-level function and its verdict.
+type Function struct {
+	ID      string   `json:"id"`
+	Line    int      `json:"line"`
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason,omitempty"`
+	Causes  []string `json:"causes"`
+	// CauseNote says in words why the causes are what they are, when
+	// that is not one named condition (unattributed).
+	CauseNote string   `json:"cause_note,omitempty"`
+	Witness   *Witness `json:"witness,omitempty"`
+	// OrderSensitive is set when the function answered an input and the
+	// same input with every dict in reversed key order differently: equal
+	// but different inputs, two answers. A fact about its contract, not
+	// nondeterminism: it never makes the verdict, the census' findings or
+	// the exit status.
+	OrderSensitive *Witness `json:"order_sensitive,omitempty"`
+	// MovedBy is set when the function disagreed across runs only after
+	// other functions ran in the same interpreter: called alone it gave
+	// one answer. It names the function whose calls moved it.
+	MovedBy *MovedBy `json:"moved_by,omitempty"`
+	// Moves lists the functions whose answers this one's calls moved
+	// (the other side of MovedBy).
+	Moves     []string   `json:"moves,omitempty"`
+	Rungs     RungCounts `json:"rungs"`
+	Contained []Event    `json:"contained,omitempty"`
+	// Smells are suspicions from the function's own body, never a verdict.
+	Smells []gate.Smell `json:"smells,omitempty"`
+	// Runs is how many fresh interpreters called this function.
+	Runs int `json:"runs"`
+}
+
+// Witness is the input and two answers that disagreed.
+type Witness struct {
+	Rung      int      `json:"rung"`
+	Args      []string `json:"args"`
+	Answers   []Answer `json:"answers"`
+	OrderOnly bool     `json:"order_only"`
+	// Breaker is set when one process gave both answers: "repeat" (the
+	// same input twice) or "dict-order" (the second answer is to the input
+	// with every dict in reversed key order).
+	Breaker string `json:"breaker,omitempty"`
+}
+
+// MovedBy is what another function left behind, and what it did.
+type MovedBy struct {
+	// Culprit is the function whose calls, run before this one in Run,
+	// moved its answer; "" when bisection could not name one.
+	Culprit string `json:"culprit"`
+	Run     int    `json:"run"`
+	Rung    int    `json:"rung"`
+	// Alone is the answer called alone (the same under both runs'
+	// conditions); Moved is what it answered in Run after the others.
+	Alone  string `json:"alone"`
+	Moved  string `json:"moved"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Answer is one run's canonical answer.
+type Answer struct {
+	Run   int    `json:"run"`
+	Value string `json:"value"`
+}
+
+// RungCounts says how much of the ladder landed.
+type RungCounts struct {
+	Total    int `json:"total"`
+	Answered int `json:"answered"`
+	Raised   int `json:"raised"`
+	Excluded int `json:"excluded"`
+	TimedOut int `json:"timed_out"`
+	Crashed  int `json:"crashed"`
+}
+
+// Census counts each verdict and names every look.
+type Census struct {
+	Nondeterministic int      `json:"nondeterministic"`
+	Deterministic    int      `json:"deterministic"`
+	Look             int      `json:"look"`
+	NotProbed        int      `json:"not_probed"`
+	Looks            []string `json:"looks"`
+	// OrderSensitive counts functions whose answer depends on a dict
+	// argument's key order; MovedByOthers those moved only by what another
+	// function left. Neither is a finding.
+	OrderSensitive int `json:"order_sensitive"`
+	MovedByOthers  int `json:"moved_by_others"`
+}
+
+// RunConditions are every condition of one run, written into the report so
+// any finding can be replayed.
+type RunConditions struct {
+	ID        int    `json:"id"`
+	HashSeed  uint32 `json:"hash_seed"`
+	TZ        string `json:"tz"`
+	Locale    string `json:"locale"`
+	CallOrder string `json:"call_order"` // "forward" or "reversed"
+	Hostname  string `json:"hostname"`
+	UID       int    `json:"uid"`
+	GID       int    `json:"gid"`
+	Umask     string `json:"umask"`
+	Cwd       string `json:"cwd"`
+	Home      string `json:"home"`
+	CPUs      string `json:"cpus"`
+	Clock     string `json:"clock_offset"`
+	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
+	// Purpose is "main" for the runs every function gets, "hash-seed" for
+	// the extra runs of functions that smell (base conditions, a new seed).
+	Purpose string `json:"purpose"`
+}
+
+// Event is something a call did that the engine had to contain.
+type Event struct {
+	Kind   string `json:"kind"` // timeout, crash, thread, tampered, import-timeout, import-crash
+	Run    int    `json:"run"`
+	Rung   int    `json:"rung"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// AddFunction adds a function to the report, with no verdict yet.
+func (r *Report) AddFunction(id string, line int) *Function {
+	f := &Function{ID: id, Line: line, Causes: []string{}}
+	r.Functions = append(r.Functions, f)
+	return f
+}
+
+// Finish orders functions and counts the census.
+func (r *Report) Finish() {
+	sort.SliceStable(r.Functions, func(i, j int) bool { return r.Functions[i].ID < r.Functions[j].ID })
+	r.Census = Census{Looks: []string{}}
+	for _, f := range r.Functions {
+		if f.OrderSensitive != nil {
+			r.Census.OrderSensitive++
+		}
+		if f.MovedBy != nil {
+			r.Census.MovedByOthers++
+		}
+		switch f.Verdict {
+		case VerdictNondeterministic:
+			r.Census.Nondeterministic++
+		case VerdictDeterministic:
+			r.Census.Deterministic++
+		case VerdictLook:
+			r.Census.Look++
+			r.Census.Looks = append(r.Census.Looks, f.ID)
+		default:
+			r.Census.NotProbed++
+		}
+	}
+}
+
+// Findings are the nondeterministic functions.
+func (r *Report) Findings() []*Function {
+	var out []*Function
+	for _, f := range r.Functions {
+		if f.Verdict == VerdictNondeterministic {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Replayable is what replay re-runs: the witness of a finding, or the two
+// answers of an order-sensitive function; nil when there is neither.
+func (f *Function) Replayable() *Witness {
+	if f.Witness != nil {
+		return f.Witness
+	}
+	return f.OrderSensitive
+}
+
+// Function returns the function with this id, or nil.
+func (r *Report) Function(id string) *Function {
+	for _, f := range r.Functions {
+		if f.ID == id || strings.HasSuffix(f.ID, "/"+id) {
+			return f
+		}
+	}
+	return nil
+}
+
+// AddMoves names a function this one's calls moved.
+func (f *Function) AddMoves(id string) {
+	if !slices.Contains(f.Moves, id) {
+		f.Moves = append(f.Moves, id)
+		slices.Sort(f.Moves)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,22 +162,13 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 		}
 	}
 	s := &scan{opts: opts, id: newScanID()}
-	var undo []func()
-	undoAll := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
-	defer func() {
-		if err != nil {
-			undoAll()
-		}
-	}()
+	var undo cleanup.Stack
+	defer undo.Clean() // unless released on success
 	lock, err := scanlock.Acquire(s.id)
 	if err != nil {
 		return nil, nil, err
 	}
-	undo = append(undo, lock.Release)
+	undo.Push(lock.Release)
 	s.sweep(ctx)
 	interp := &interpreter{Executable: python}
 	if !inImage {
@@ -192,7 +184,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if err != nil {
 		return nil, nil, fmt.Errorf("scratch directory: %w", err)
 	}
-	undo = append(undo, func() { os.RemoveAll(s.scratch) })
+	undo.Push(func() { os.RemoveAll(s.scratch) })
 	if err := os.MkdirAll(filepath.Join(s.scratch, "shared", "plans"), 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -203,12 +195,12 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
 	}
-	undo = append(undo, func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := s.session.End(cctx); err != nil && opts.Notes != nil {
-			fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
-		}
+	undo.Push(func() {
+		cleanup.Do(ctx, 30*time.Second, func(cctx context.Context) {
+			if err := s.session.End(cctx); err != nil && opts.Notes != nil {
+				fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
+			}
+		})
 	})
 	s.loc = ensureLocales(ctx, opts.CacheDir)
 	s.locpath = s.loc.dir
@@ -224,7 +216,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 		s.faketime = imageFaketime
 	}
 	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
-	return s, undoAll, nil
+	return s, undo.Release(), nil
 }
 
 func newScanID() string {

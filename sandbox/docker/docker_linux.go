@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"io"
 	"os"
 	"path/filepath"
@@ -55,13 +56,13 @@ func New(ctx context.Context, image string) (*Runtime, error) {
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), point DOCKER_HOST at it, or use --runtime embedded", cli.DaemonHost())
+		return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), point DOCKER_HOST at it, or use --runtime embedded", cli.DaemonHost()))
 	}
 	cli.NegotiateAPIVersion(ctx)
 	if _, err := cli.ImageInspect(pctx, image); err != nil {
 		cli.Close()
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("the probe image %s is not there: build it with `make image` (images/build-offline.sh, no registry needed), or pass --image", image)
+			return nil, sandbox.Unavailable(sandbox.ErrNoImage, fmt.Sprintf("the probe image %s is not there: build it with `make image` (images/build-offline.sh, no registry needed), or pass --image", image))
 		}
 		return nil, fmt.Errorf("docker: inspecting image %s: %v", image, firstLine(err.Error()))
 	}
@@ -180,11 +181,9 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		return nil, fmt.Errorf("docker: create: %v", firstLine(err.Error()))
 	}
 	id := created.ID
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
+	defer cleanup.Do(ctx, 30*time.Second, func(rctx context.Context) {
 		_ = r.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
-	}()
+	})
 
 	att, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -217,9 +216,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case w := <-waitC:
 		exit.Code, exit.Signal = sandbox.DecodeShimStatus(int(w.StatusCode))
 	case err := <-errC:
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = r.cli.ContainerKill(kctx, id, "KILL")
-		cancel()
+		cleanup.Do(ctx, 10*time.Second, func(kctx context.Context) { _ = r.cli.ContainerKill(kctx, id, "KILL") })
 		if ctx.Err() == nil {
 			unblock(fifo)
 			return nil, fmt.Errorf("docker: wait: %v", firstLine(err.Error()))
@@ -232,11 +229,11 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case <-copied:
 	case <-time.After(2 * time.Second):
 	}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if info, err := r.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
-		exit.OOMKilled = info.State.OOMKilled
-	}
+	cleanup.Do(ctx, 10*time.Second, func(ictx context.Context) {
+		if info, err := r.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
+			exit.OOMKilled = info.State.OOMKilled
+		}
+	})
 	return exit, nil
 }
 

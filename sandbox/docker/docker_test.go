@@ -2,6 +2,8 @@ package docker_test
 
 import (
 	"context"
+	"errors"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"os/exec"
 	"strings"
 	"testing"
@@ -47,7 +49,7 @@ func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 	testenv.Integration(t)
 	newRuntime(t) // the engine must answer, or this proves nothing
 	_, err := docker.New(context.Background(), "nondet-sandbox-probe:no-such-tag")
-	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "build it with") {
+	if err == nil || !errors.Is(err, sandbox.ErrNoImage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "build it with") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -66,13 +65,13 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 // run here.
 func New(opts Options) (*Runtime, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("the embedded runtime needs root on this machine (user namespaces and cgroup delegation for other users are not supported yet); run as root, or use --runtime docker or --runtime host")
+		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the embedded runtime needs root on this machine (user namespaces and cgroup delegation for other users are not supported yet); run as root, or use --runtime docker or --runtime host")
 	}
 	if opts.Seccomp && !seccompBuilt {
-		return nil, errors.New("this binary was built without seccomp support; build it with `make build` (go build -tags seccomp, needs libseccomp-dev), or pass --seccomp=false")
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, "this binary was built without seccomp support; build it with `make build` (go build -tags seccomp, needs libseccomp-dev), or pass --seccomp=false")
 	}
 	if cgroups.Mode() == cgroups.Unavailable {
-		return nil, errors.New("no cgroup filesystem is mounted at /sys/fs/cgroup; the embedded runtime needs cgroups")
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, "no cgroup filesystem is mounted at /sys/fs/cgroup; the embedded runtime needs cgroups")
 	}
 	return &Runtime{opts: opts}, nil
 }

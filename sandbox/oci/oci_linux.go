@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,13 +44,13 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	bin, err := exec.LookPath(opts.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("OCI runtime %q not found; give its path with --oci-runtime (Debian: apt-get install runc)", opts.Binary)
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %q not found; give its path with --oci-runtime (Debian: apt-get install runc)", opts.Binary))
 	}
 	if os.Geteuid() != 0 {
-		return nil, errors.New("the oci runtime needs root on this machine; run as root, or use --runtime docker or --runtime host")
+		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the oci runtime needs root on this machine; run as root, or use --runtime docker or --runtime host")
 	}
 	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out))
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out)))
 	}
 	return &Runtime{opts: opts, binary: bin}, nil
 }
@@ -122,9 +123,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	go func() {
 		select {
 		case <-ctx.Done():
-			kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = r.runtime(kctx, "kill", job.ID, "KILL").Run()
-			cancel()
+			cleanup.Do(ctx, 10*time.Second, func(kctx context.Context) { _ = r.runtime(kctx, "kill", job.ID, "KILL").Run() })
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		case <-done:
 		}
@@ -133,9 +132,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	close(done)
 	paths := map[string]string{"memory": cgroupscan.Dir("memory", cs.ID, job.ID), "": cgroupscan.Dir("", cs.ID, job.ID)}
 	exit := &sandbox.Exit{PeakMemory: cgroupscan.PeakMemory(paths), OOMKilled: cgroupscan.OOMKilled(paths)}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	_ = r.runtime(dctx, "delete", "--force", job.ID).Run()
-	cancel()
+	cleanup.Do(ctx, 10*time.Second, func(dctx context.Context) { _ = r.runtime(dctx, "delete", "--force", job.ID).Run() })
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:

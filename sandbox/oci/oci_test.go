@@ -2,6 +2,8 @@ package oci_test
 
 import (
 	"context"
+	"errors"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -34,7 +36,7 @@ func TestMissingBinarySaysWhatToDo(t *testing.T) {
 	opts := oci.DefaultOptions()
 	opts.Binary = "/nonexistent/runsc"
 	_, err := oci.New(context.Background(), opts)
-	if err == nil || err.Error() != `OCI runtime "/nonexistent/runsc" not found; give its path with --oci-runtime (Debian: apt-get install runc)` {
+	if err == nil || !errors.Is(err, sandbox.ErrNotInstalled) || err.Error() != `OCI runtime "/nonexistent/runsc" not found; give its path with --oci-runtime (Debian: apt-get install runc)` {
 		t.Fatalf("got %v", err)
 	}
 }

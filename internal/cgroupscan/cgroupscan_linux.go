@@ -7,6 +7,8 @@ package cgroupscan
 import (
 	"errors"
 	"fmt"
+	v1 "github.com/containerd/cgroups/v3/cgroup1/stats"
+	"github.com/moby/sys/mountinfo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,32 +92,58 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	return out, nil
 }
 
-// OOMKilled reads the OOM-kill count: memory.failcnt stays 0 on some
-// kernels under an OOM kill, memory.oom_control's oom_kill does not.
+// jobStats reads a finished job's memory statistics through the cgroups
+// library: the v1 memory controller's, else the unified hierarchy's. paths
+// maps a controller ("" for the unified hierarchy) to the job's cgroup
+// directory. OOM kills are counted by oom_kill (memory.failcnt stays 0 on
+// some kernels under an OOM kill).
+func jobStats(paths map[string]string) (peak int64, oomKilled bool) {
+	if dir, ok := paths["memory"]; ok {
+		if root, rel, ok := splitHierarchy(dir); ok {
+			var m v1.Metrics
+			if err := cgroup1.NewMemory(root).Stat(rel, &m); err == nil {
+				if m.Memory != nil && m.Memory.Usage != nil {
+					peak = int64(m.Memory.Usage.Max)
+				}
+				return peak, m.MemoryOomControl != nil && m.MemoryOomControl.OomKill > 0
+			}
+		}
+	}
+	if dir, ok := paths[""]; ok {
+		if mountpoint, rel, ok := splitHierarchy(dir); ok {
+			if mgr, err := cgroup2.Load(rel, cgroup2.WithMountpoint(mountpoint)); err == nil {
+				if m, err := mgr.Stat(); err == nil {
+					if m.Memory != nil {
+						peak = int64(m.Memory.MaxUsage)
+					}
+					return peak, m.MemoryEvents != nil && m.MemoryEvents.OomKill > 0
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// splitHierarchy splits a job's cgroup directory into the directory above
+// the scans' parent and the cgroup's path from there: for v1, the root of
+// all hierarchies (the memory controller's directory is its child); for
+// the unified hierarchy, its mount point.
+func splitHierarchy(dir string) (root, rel string, ok bool) {
+	i := strings.Index(dir, cgroupParent+"/")
+	if i < 0 {
+		return "", "", false
+	}
+	root, rel = dir[:i], dir[i:]
+	if filepath.Base(root) == "memory" {
+		root = filepath.Dir(root)
+	}
+	return root, rel, true
+}
+
+// OOMKilled says whether the kernel's OOM killer ended the job.
 func OOMKilled(paths map[string]string) bool {
-	if p, ok := paths["memory"]; ok {
-		b, err := os.ReadFile(filepath.Join(p, "memory.oom_control"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
-					n, _ := strconv.Atoi(strings.TrimSpace(v))
-					return n > 0
-				}
-			}
-		}
-	}
-	if p, ok := paths[""]; ok { // v2
-		b, err := os.ReadFile(filepath.Join(p, "memory.events"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
-					n, _ := strconv.Atoi(strings.TrimSpace(v))
-					return n > 0
-				}
-			}
-		}
-	}
-	return false
+	_, oom := jobStats(paths)
+	return oom
 }
 
 // Sweep kills whatever still runs in a dead scan's cgroups and
@@ -179,37 +207,24 @@ func rmdirRetry(dir string) error {
 // namespace, and when that thread is the main one, /proc/self shows the
 // container's mounts rather than the host's.
 func cgroupRoots() []string {
-	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	f, err := os.Open("/proc/thread-self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(post)
-		f := strings.Fields(pre)
-		if len(fs) > 0 && (fs[0] == "cgroup" || fs[0] == "cgroup2") && len(f) > 4 {
-			out = append(out, f[4])
-		}
+	for _, m := range mounts {
+		out = append(out, m.Mountpoint)
 	}
 	return out
 }
 
 // PeakMemory reads the most memory a job's cgroup ever used, or 0.
 func PeakMemory(paths map[string]string) int64 {
-	files := map[string]string{"memory": "memory.max_usage_in_bytes", "": "memory.peak"}
-	for key, name := range files {
-		dir, ok := paths[key]
-		if !ok {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			return n
-		}
-	}
-	return 0
+	peak, _ := jobStats(paths)
+	return peak
 }

@@ -20,7 +20,9 @@ import (
 // jobs (no Python, no engine): the exit status and the signal come back,
 // the record channel delivers, the environment is exactly the job's,
 // cancelling the context kills the whole process tree before Run returns,
-// Sweep removes what a dead scan left, and End is safe twice. leftovers,
+// Sweep removes what a dead scan left, End is safe twice, and (in
+// containers) a job past its memory limit is killed and named so, with its
+// peak memory. leftovers,
 // when not nil, lists the runtime's resources that exist now.
 func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 	t.Helper()
@@ -140,6 +142,21 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			t.Fatalf("a cancelled job exited cleanly: %+v", exit)
 		}
 	})
+	// The host runtime limits memory through the worker's rlimit, not per
+	// job: the promise is a container runtime's.
+	memory := func(t *testing.T) {
+		// 400 MB in a shell variable against a 256 MB limit.
+		exit, _, err := run(context.Background(), `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x} >&3`)
+		if err != nil || exit == nil || !exit.OOMKilled {
+			t.Fatalf("exit %+v, %v; want killed for its memory", exit, err)
+		}
+		if _, isDocker := rt.(sandbox.ImageRuntime); !isDocker && exit.PeakMemory < 100<<20 {
+			t.Errorf("peak memory %d bytes after filling the limit", exit.PeakMemory)
+		}
+	}
+	if rt.Isolated() {
+		t.Run("memory limit kills and is named", memory)
+	}
 	t.Run("End is safe twice", func(t *testing.T) {
 		other, err := rt.Begin(context.Background(), sandbox.Scan{ID: randHex(4), Scratch: scratch, Jobs: 1, Limits: scan.Limits})
 		if err != nil {

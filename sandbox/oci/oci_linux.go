@@ -36,6 +36,7 @@ func DefaultOptions() Options {
 type Runtime struct {
 	opts   Options
 	binary string
+	keep   []string // ["--keep"] when the runtime's run takes it
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -52,7 +53,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err != nil {
 		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out)))
 	}
-	return &Runtime{opts: opts, binary: bin}, nil
+	rt := &Runtime{opts: opts, binary: bin}
+	// With --keep the container, and so its cgroup, outlives its process
+	// until the delete after it: its peak memory and OOM kills can still be
+	// read. Passed only when the runtime's own help lists it.
+	if help, err := exec.CommandContext(ctx, bin, "run", "--help").CombinedOutput(); err == nil && strings.Contains(string(help), "--keep") {
+		rt.keep = []string{"--keep"}
+	}
+	return rt, nil
 }
 
 func (r *Runtime) Name() string { return "oci" }
@@ -109,8 +117,9 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	// the probe's too, and what the scanned code prints must never pass
 	// for the runtime failing.
 	logPath := filepath.Join(job.Scratch, "runtime.log")
-	cmd := exec.Command(r.binary, "--root", cs.StateDir, "--log", logPath, "--log-format", "json",
-		"run", "--bundle", bundle, "--preserve-fds", "1", job.ID)
+	args := []string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json", "run", "--bundle", bundle, "--preserve-fds", "1"}
+	args = append(append(args, s.keep...), job.ID)
+	cmd := exec.Command(r.binary, args...)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
 	cmd.ExtraFiles = []*os.File{job.Records}

@@ -10,12 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 )
 
 func causeLabels(t *testing.T) map[string]string {
@@ -53,9 +51,8 @@ func TestEachCauseIsNamed(t *testing.T) {
 			if rt == "docker" {
 				python = "python3"
 			}
-			opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: python, runtimeName: rt, jobs: 2, seed: 5,
-				callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true,
-				image: docker.DefaultImage, orderFree: []string{"causes.py::first_item:items"}}
+			opts := testOptions(t, rt, 5)
+			opts.python, opts.orderFree = python, []string{"causes.py::first_item:items"}
 			var out, errOut bytes.Buffer
 			err := runRun(context.Background(), opts, []string{"../../fixtures/causes.py"}, &out, &errOut)
 			if errors.Is(err, engine.ErrRuntime) {

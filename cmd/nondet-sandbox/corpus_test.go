@@ -84,8 +84,8 @@ func TestRealWorldCorpus(t *testing.T) {
 	}
 	targets := corpusTargets(t, python)
 	labels := corpusLabels(t)
-	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: python, runtimeName: "embedded", jobs: 2, seed: 8,
-		callTimeout: 5 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	opts := testOptions(t, "embedded", 8)
+	opts.python, opts.callTimeout = python, 5*time.Second
 	var out, errOut bytes.Buffer
 	err := runRun(context.Background(), opts, targets, &out, &errOut)
 	if errors.Is(err, engine.ErrRuntime) {

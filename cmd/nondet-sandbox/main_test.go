@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -42,8 +43,8 @@ func fixtureLabels(t *testing.T) map[string]string {
 
 func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
 	t.Helper()
-	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: "host", jobs: 2,
-		callTimeout: 5e9, memory: 2 << 30, pids: 256, quiet: true}
+	opts := testOptions(t, "host", 0)
+	opts.callTimeout, opts.memory = 5*time.Second, 2<<30
 	var out, errOut bytes.Buffer
 	var flags []string
 	for len(args) > 0 && strings.HasPrefix(args[0], "--seed=") {

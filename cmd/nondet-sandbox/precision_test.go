@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -58,8 +57,7 @@ func TestPrecisionFixtures(t *testing.T) {
 			if rt != "host" {
 				testenv.NeedRoot(t)
 			}
-			opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: rt, jobs: 2, seed: 11,
-				callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+			opts := testOptions(t, rt, 11)
 			var out, errOut bytes.Buffer
 			err := runRun(context.Background(), opts, []string{"../../fixtures/precision"}, &out, &errOut)
 			if errors.Is(err, engine.ErrRuntime) {

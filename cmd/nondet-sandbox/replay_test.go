@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -29,8 +28,8 @@ func TestReplayReproducesWitnesses(t *testing.T) {
 	testenv.Integration(t)
 	rt := embeddedOrHost(t)
 	report := filepath.Join(t.TempDir(), "report.json")
-	opts := runOptions{format: "json", output: report, runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: rt,
-		jobs: 2, seed: 13, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	opts := testOptions(t, rt, 13)
+	opts.output = report
 	if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errFindings) {
 		t.Fatal(err)
 	}
@@ -53,8 +52,8 @@ func TestReplayReproducesWitnesses(t *testing.T) {
 // nondeterministic.
 func TestDogfoodWorker(t *testing.T) {
 	testenv.Integration(t)
-	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
-		jobs: 2, seed: 17, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true, unsafe: true}
+	opts := testOptions(t, embeddedOrHost(t), 17)
+	opts.unsafe = true
 	var out, errOut bytes.Buffer
 	if err := runRun(context.Background(), opts, []string{"../../engine/worker.py"}, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
@@ -74,8 +73,7 @@ func TestDogfoodWorker(t *testing.T) {
 // fix: those are compared by everything but their values.
 func TestSameSeedSameFixtureJSON(t *testing.T) {
 	testenv.Integration(t)
-	opts := runOptions{format: "json", runs: 3, smellRuns: 3, python: testenv.Python(t), runtimeName: embeddedOrHost(t),
-		jobs: 2, seed: 99, callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	opts := testOptions(t, embeddedOrHost(t), 99)
 	var outs []string
 	for range 2 {
 		var out bytes.Buffer

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -24,13 +23,8 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 	verdicts := map[string]map[string]string{}
 	for _, rt := range []string{"embedded", "oci", "docker", "host"} {
 		t.Run(rt, func(t *testing.T) {
-			python := testenv.Python(t)
-			if rt == "docker" {
-				python = "python3" // the image's
-			}
-			opts := runOptions{format: "json", runs: 3, python: python, runtimeName: rt, jobs: 2, seed: 21,
-				callTimeout: 10 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true,
-				ociRuntime: "runc", image: docker.DefaultImage}
+			opts := testOptions(t, rt, 21)
+			opts.smellRuns = 0
 			var out, errOut bytes.Buffer
 			err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &out, &errOut)
 			if errors.Is(err, engine.ErrRuntime) {

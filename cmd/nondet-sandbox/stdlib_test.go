@@ -49,8 +49,8 @@ func TestStdlibScan(t *testing.T) {
 	}
 	stdlibTree := treeListing(stdlib)
 
-	opts := runOptions{format: "json", runs: 3, python: py, runtimeName: "embedded", jobs: 2, seed: 3,
-		callTimeout: 5 * time.Second, memory: 1 << 30, pids: 256, quiet: true, seccomp: true, userns: true}
+	opts := testOptions(t, "embedded", 3)
+	opts.python, opts.callTimeout, opts.smellRuns = py, 5*time.Second, 0
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	err = runRun(context.Background(), opts, files, &stdout, &stderr)

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// testOptions are the run command's options as its flags default them,
+// for a test: JSON, quiet, two jobs, a 1 GiB memory limit, Debian's python3
+// (the image's on docker), the given runtime and seed. Each test changes
+// only what it is about.
+func testOptions(t *testing.T, runtime string, seed uint64) runOptions {
+	t.Helper()
+	var o runOptions
+	o.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	o.format, o.quiet, o.jobs, o.memory, o.runtimeName, o.seed = "json", true, 2, 1<<30, runtime, seed
+	o.python = "python3"
+	if runtime != "docker" {
+		o.python = testenv.Python(t)
+	}
+	return o
+}
+
+func TestTestOptionsAreTheFlagDefaults(t *testing.T) {
+	o := testOptions(t, "host", 1)
+	if o.runs != 3 || o.smellRuns != 3 || o.callTimeout != 10*time.Second || !o.seccomp || !o.userns || o.pids != 256 || o.ociRuntime != "runc" {
+		t.Fatalf("%+v", o)
+	}
+}

@@ -64,7 +64,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Python: "python3", Runs: 3, SmellRuns: 3, Jobs: 1, CallTimeout: 10 * time.Second,
-		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: 64 << 20},
+		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
 		Version: "dev",
 	}
 }

@@ -161,7 +161,7 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	}
 	tmpfsSize := job.Limits.TmpfsBytes
 	if tmpfsSize <= 0 {
-		tmpfsSize = 64 << 20
+		tmpfsSize = DefaultTmpfsBytes
 	}
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},

@@ -117,6 +117,11 @@ type Conditions struct {
 	PidFloor    int // raise the first pid of the run above this
 }
 
+// DefaultTmpfsBytes caps each of a probe's tmpfs mounts (/tmp, HOME) when
+// a job's limits do not say: the engine's default options, the container
+// policy and the Docker runtime all take it from here.
+const DefaultTmpfsBytes = 64 << 20
+
 // Limits bound one process.
 type Limits struct {
 	MemoryBytes int64

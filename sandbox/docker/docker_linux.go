@@ -127,7 +127,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	tmpfsSize := job.Limits.TmpfsBytes
 	if tmpfsSize <= 0 {
-		tmpfsSize = 64 << 20
+		tmpfsSize = sandbox.DefaultTmpfsBytes
 	}
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: chanHost, Target: chanDir, ReadOnly: true},

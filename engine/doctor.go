@@ -37,7 +37,8 @@ type Posture struct {
 	Writable     []string         `json:"writable"`
 	Readonly     []string         `json:"readonly"`
 	Rlimits      map[string]int64 `json:"rlimits"`
-	CPUShare     float64          `json:"cpu_share"` // CPU seconds a busy thread got per second
+	CPUShare     float64          `json:"cpu_share"`      // CPU seconds a busy thread got per second
+	IOUringErrno int              `json:"io_uring_errno"` // 1 (EPERM): refused by the seccomp profile
 	Env          []string         `json:"env"`
 }
 

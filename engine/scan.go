@@ -352,7 +352,10 @@ func hiddenEntries(source, target string) []sandbox.Mask {
 		if !strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		info, err := os.Stat(filepath.Join(source, e.Name()))
+		// Never through a link: a mask follows its target, and a hidden
+		// `.evil -> /usr` would mount over the container's /usr. A link
+		// resolves inside the container, where only the binds exist.
+		info, err := os.Lstat(filepath.Join(source, e.Name()))
 		if err != nil || !(info.IsDir() || info.Mode().IsRegular()) {
 			continue
 		}

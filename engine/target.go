@@ -139,7 +139,7 @@ func findSources(targets []Target) ([]sourceFile, error) {
 			}
 			if d.Type()&fs.ModeSymlink != 0 {
 				st, err := os.Stat(path)
-				if err != nil || !st.Mode().IsRegular() {
+				if err != nil || !st.Mode().IsRegular() || intoKernel(path) {
 					return nil
 				}
 			} else if !d.Type().IsRegular() {
@@ -194,4 +194,19 @@ func isIdentifier(s string) bool {
 		return false
 	}
 	return true
+}
+
+// intoKernel says whether a link leads into /proc, /sys or /dev, whose
+// "regular" files (/proc/kmsg) block or never end: never a source file.
+func intoKernel(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return true
+	}
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if real == d || strings.HasPrefix(real, d+"/") {
+			return true
+		}
+	}
+	return false
 }

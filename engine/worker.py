@@ -528,8 +528,11 @@ def describe_module(path, rel):
         raise TypeError("describe_module takes a path and a relative path")
     rec = {"k": "module", "rel": rel}
     try:
-        with open(path, "rb") as fh:
-            src = fh.read()
+        src = _read_source(path)
+        if src is None:
+            rec["status"] = "too-large"
+            rec["error"] = "larger than %d bytes, the bound on a source file (a generated table, or a file made to exhaust memory): skipped" % MAX_SOURCE
+            return rec
         tree = compile(src, rel, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except OSError as e:
         rec["status"] = "unreadable"
@@ -619,6 +622,31 @@ def _describe_name(nodes, aliases, names):
     if len(real) > 1:
         out["definitions"] = len(real)
     return out
+
+
+# The largest source file discovery reads. Hand-written modules are far
+# smaller; a bigger one (a generated table, an 8 GiB sparse file planted to
+# exhaust memory) is listed as too large and skipped.
+MAX_SOURCE = 4 << 20
+
+
+def _read_source(path):
+    """A source file's bytes, or None when it is above MAX_SOURCE. Only a
+    regular file is read, without blocking: a FIFO, a device or a procfs
+    file behind a link is an error, never a stalled discovery."""
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > MAX_SOURCE:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_SOURCE + 1)
+        return None if len(data) > MAX_SOURCE else data
+    finally:
+        os.close(fd)
 
 
 def _one_line(e):
@@ -1063,6 +1091,22 @@ def _same_root(module, root):
 # ----------------------------------------------------------------- posture
 
 
+def _io_uring_errno():
+    """What io_uring_setup answers: EPERM (1) under the seccomp profile;
+    EFAULT (14) when the kernel got as far as reading its arguments."""
+    try:
+        import ctypes
+        import platform
+        if platform.machine() not in ("x86_64", "aarch64"):
+            return -1
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall(425, 1, ctypes.c_void_p(0)) != -1:
+            return 0
+        return ctypes.get_errno()
+    except (OSError, AttributeError):
+        return -1
+
+
 def _cpu_share():
     """The CPU time one busy thread gets per second of wall time, over half
     a second: about 1 without a quota, at most about the quota with one
@@ -1146,6 +1190,7 @@ def posture(req):
         pass
     rec["rlimits"] = limits
     rec["cpu_share"] = _cpu_share()
+    rec["io_uring_errno"] = _io_uring_errno()
     rec["env"] = sorted(os.environ)
     ch.send(rec)
     ch.send({"k": "done"})

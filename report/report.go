@@ -73,7 +73,7 @@ type Tool struct {
 // Module is one source file and whether it could be parsed and imported.
 type Module struct {
 	Path   string `json:"path"`
-	Status string `json:"status"` // ok, unparseable, unreadable, import-failed
+	Status string `json:"status"` // ok, unparseable, unreadable, too-large, import-failed
 	Error  string `json:"error,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"golang.org/x/term"
 	"io"
@@ -153,6 +154,10 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	targets, err := parseTargets(args)
 	if err != nil {
 		return err
+	}
+	if !rt.Isolated() {
+		// Said on every scan, quiet or not: what runs here runs as you.
+		fmt.Fprintln(stderr, "nondet-sandbox: warning: the host runtime is not a sandbox: the scanned code runs as you, on this machine, with only the static gate (which can be bypassed) between it and your files and network")
 	}
 	seed := opts.seed
 	if seed == 0 {

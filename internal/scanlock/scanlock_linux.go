@@ -17,9 +17,11 @@ import (
 
 // Dir is where the lock files live: one directory for every user (sticky
 // and world-writable, like /tmp), because a scan must see every other live
-// scan before it sweeps: a Docker engine is shared between users.
+// scan before it sweeps: a Docker engine is shared between users. It is
+// fixed, never under $TMPDIR: a scan started with another $TMPDIR would
+// otherwise take every running scan for dead and sweep its containers.
 func Dir() string {
-	return filepath.Join(os.TempDir(), "nondet-sandbox-locks")
+	return "/tmp/nondet-sandbox-locks"
 }
 
 func ensureDir() (string, error) {

@@ -65,3 +65,22 @@ func TestScanID(t *testing.T) {
 		}
 	}
 }
+
+// TestDirIgnoresTMPDIR: two scans started with different $TMPDIR see each
+// other's locks, so neither takes the other for dead and sweeps it.
+func TestDirIgnoresTMPDIR(t *testing.T) {
+	before := Dir()
+	t.Setenv("TMPDIR", t.TempDir())
+	if Dir() != before {
+		t.Fatalf("the lock directory moved with $TMPDIR: %s, then %s", before, Dir())
+	}
+	l, err := Acquire("tmpdir01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	t.Setenv("TMPDIR", t.TempDir())
+	if !Alive("tmpdir01") {
+		t.Fatal("a scan's lock is not seen under another $TMPDIR")
+	}
+}

@@ -2,9 +2,11 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
+	mobyseccomp "github.com/moby/profiles/seccomp"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"io"
 	"os"
@@ -97,6 +99,18 @@ type session struct {
 
 func (s *session) End(ctx context.Context) error { return s.end(ctx) }
 
+// seccompOpt hands Docker the same seccomp profile the embedded and oci
+// runtimes compile (moby's default, from the module this binary was built
+// with), not the engine's own built-in copy, which may be older and allow
+// more (io_uring on Docker 20.10).
+var seccompOpt = func() string {
+	b, err := json.Marshal(mobyseccomp.DefaultProfile())
+	if err != nil {
+		panic(err) // a static value that always marshals
+	}
+	return "seccomp=" + string(b)
+}()
+
 // shim opens the record channel as fd 3, sets the umask, forks until the
 // next pid is the run's (see sandbox's pidShim), and runs the interpreter
 // as a child, so the shell stays pid 1.
@@ -152,7 +166,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		NetworkMode:    "none",
 		IpcMode:        "none", // a private IPC namespace and no writable /dev/shm
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", seccompOpt},
 		Mounts:         mounts,
 		Tmpfs: map[string]string{
 			"/tmp": "rw,nosuid,nodev,noexec,mode=1777,size=" + size,

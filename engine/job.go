@@ -115,7 +115,14 @@ func (s *scan) env(rc RunConditions) []string {
 		"LC_ALL=" + rc.Locale,
 		"LANG=" + rc.Locale,
 		"PYTHONHASHSEED=" + strconv.FormatUint(uint64(rc.HashSeed), 10),
-		"PYTHONDONTWRITEBYTECODE=1",
+	}
+	if s.opts.Runtime.Isolated() {
+		env = append(env, "PYTHONDONTWRITEBYTECODE=1")
+	} else {
+		// On the host, bytecode lives in the scan's own cache: a planted
+		// __pycache__/*.pyc beside a source the gate read is never run, and
+		// the scan's interpreters compile each module once between them.
+		env = append(env, "PYTHONPYCACHEPREFIX="+filepath.Join(s.scratch, "pycache"))
 	}
 	if s.locpath != "" {
 		env = append(env, "LOCPATH="+s.inside(s.locpath))
@@ -164,7 +171,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
-		Argv:    append([]string{s.python, "-B", "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py"))}, args...),
+		Argv:    append([]string{s.python, s.bytecodeFlag(), "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py"))}, args...),
 		Env:     s.env(rc),
 		Dir:     rc.Cwd,
 		Binds:   s.binds,
@@ -273,4 +280,13 @@ func (c *countingDiscard) Write(p []byte) (int, error) {
 	c.n += int64(len(p))
 	c.mu.Unlock()
 	return len(p), nil
+}
+
+// bytecodeFlag keeps containers from writing bytecode (their trees are
+// read-only anyway); on the host, bytecode goes to the scan's own cache.
+func (s *scan) bytecodeFlag() string {
+	if s.opts.Runtime.Isolated() {
+		return "-B"
+	}
+	return "-s" // a harmless repeat, in place of -B
 }

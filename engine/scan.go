@@ -455,6 +455,10 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			facts[fn.Name] = fn.Facts
 		}
 		modRefusal, refused := gate.CheckModule(m.ModuleFacts, facts)
+		shadow := ""
+		if enforce {
+			shadow = shadowedBy(f.Path)
+		}
 		for _, fn := range m.Functions {
 			if f.Func != "" && fn.Name != f.Func {
 				continue
@@ -466,6 +470,8 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			why := signatureProblem(fn)
 			switch {
 			case why != "":
+			case shadow != "":
+				why = "gate: Python would import " + shadow + ", not the source the gate read; use a container runtime, or --unsafe"
 			case enforce && modRefusal != nil:
 				why = "gate: module-level code " + modRefusal.Error() + "; importing it runs that code. Use a container runtime, or --unsafe"
 			case enforce && refused[fn.Name] != nil:
@@ -533,4 +539,30 @@ func resolveOrderFree(specs []string, files []sourceFile, disc *discovery) (map[
 		out[id] = append(out[id], idx)
 	}
 	return out, nil
+}
+
+// shadowedBy names what Python imports instead of a module's source when
+// something beside it takes precedence (a package folder of the same name,
+// an extension module, a sourceless .pyc), or "". The host runtime's gate
+// read the source, so it refuses such a module. (Cached bytecode in
+// __pycache__ is never used there: its interpreters keep their bytecode
+// under the scan's own PYTHONPYCACHEPREFIX.)
+func shadowedBy(path string) string {
+	dir, base := filepath.Split(path)
+	name := strings.TrimSuffix(base, ".py")
+	if name == "__init__" {
+		return ""
+	}
+	if st, err := os.Stat(filepath.Join(dir, name, "__init__.py")); err == nil && !st.IsDir() {
+		return "the package " + name + "/"
+	}
+	if _, err := os.Stat(filepath.Join(dir, name, "__init__.pyc")); err == nil {
+		return "the package " + name + "/"
+	}
+	for _, pattern := range []string{name + ".*.so", name + ".so", name + ".pyc"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			return filepath.Base(m[0])
+		}
+	}
+	return ""
 }

@@ -325,3 +325,56 @@ func TestImportThatFailsInOneRunIsAFinding(t *testing.T) {
 		t.Errorf("module: %+v", m)
 	}
 }
+
+// TestGateJudgesWhatPythonImports: on the host runtime the gate reads a
+// module's source; when Python would import something else instead (a
+// package folder of the same name, an extension module), the module is
+// refused, and a planted __pycache__ bytecode file is never run.
+func TestGateJudgesWhatPythonImports(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shadowed.py", "def f():\n    return 1\n")
+	write("shadowed/__init__.py", "")
+	write("native.py", "def g():\n    return 2\n")
+	write("native.cpython-311-x86_64-linux-gnu.so", "")
+	write("plain.py", "def h():\n    return 3\n# "+strings.Repeat("x", 100)+"\n") // longer than the planted source
+	// Bytecode that claims to be plain.py's cache but answers otherwise.
+	py := testenv.Python(t)
+	src := filepath.Join(dir, "plain.py")
+	evil := filepath.Join(t.TempDir(), "evil.py")
+	if err := os.WriteFile(evil, []byte("def h():\n    import random\n    return random.random()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `import importlib.util, py_compile, os, sys
+src, evil = sys.argv[1], sys.argv[2]
+st = os.stat(src)
+os.utime(evil, ns=(st.st_atime_ns, st.st_mtime_ns))
+# Same size and mtime as the source, so the header matches it.
+with open(evil, "a") as fh:
+    fh.write(" " * (st.st_size - os.stat(evil).st_size))
+os.utime(evil, ns=(st.st_atime_ns, st.st_mtime_ns))
+py_compile.compile(evil, cfile=importlib.util.cache_from_source(src), doraise=True)
+`
+	if out, err := exec.Command(py, "-c", script, src, evil).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	rep := scan(t, nil, dir)
+	for _, id := range []string{"shadowed.py::f", "native.py::g"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "Python would import") {
+			t.Errorf("%s: %s (%s)", id, f.Verdict, f.Reason)
+		}
+	}
+	// The planted bytecode answers a random number: had it run, h would
+	// be a finding.
+	if f := fn(t, rep, "plain.py::h"); f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered != 1 {
+		t.Errorf("plain.py::h (the planted bytecode ran?): %s %s", f.Verdict, f.Reason)
+	}
+}

@@ -141,6 +141,13 @@ func CheckModule(module Facts, funcs map[string]Facts) (moduleRefusal *Refusal, 
 			refused[n] = r
 		}
 	}
+	// Module-level code that calls one of its own world-changing functions
+	// runs that function at import.
+	for _, c := range module.Calls {
+		if r := refused[c.Name]; c.Local && r != nil {
+			return &Refusal{Call: r.Call, Line: c.Line, Via: c.Name}, refused
+		}
+	}
 	return nil, refused
 }
 

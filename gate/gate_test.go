@@ -78,3 +78,20 @@ func TestCheckModuleFollowsLocalCalls(t *testing.T) {
 		t.Fatal("module-level subprocess.run not refused")
 	}
 }
+
+// TestModuleLevelCallOfAWriterRefusesTheModule: importing runs module-level
+// code, and a call there to a function of the module that writes is a
+// write at import.
+func TestModuleLevelCallOfAWriterRefusesTheModule(t *testing.T) {
+	funcs := map[string]Facts{
+		"setup": {Calls: []Call{{Name: "os.remove", Line: 3}}},
+		"pure":  {},
+	}
+	if r, _ := CheckModule(Facts{Calls: []Call{{Name: "pure", Local: true, Line: 9}}}, funcs); r != nil {
+		t.Fatalf("a call to a pure function refused the module: %v", r)
+	}
+	r, _ := CheckModule(Facts{Calls: []Call{{Name: "setup", Local: true, Line: 9}}}, funcs)
+	if r == nil || r.Line != 9 {
+		t.Fatalf("module-level setup() that removes files: %+v", r)
+	}
+}

@@ -54,10 +54,17 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out)))
 	}
 	rt := &Runtime{opts: opts, binary: bin}
-	// With --keep the container, and so its cgroup, outlives its process
-	// until the delete after it: its peak memory and OOM kills can still be
-	// read. Passed only when the runtime's own help lists it.
-	if help, err := exec.CommandContext(ctx, bin, "run", "--help").CombinedOutput(); err == nil && strings.Contains(string(help), "--keep") {
+	// Only flags the runtime's own `run --help` lists are passed. The
+	// record channel reaches the probe through --preserve-fds: a runtime
+	// without it (gVisor's runsc) is refused here, in one line, not inside
+	// the first probe. With --keep the container, and so its cgroup,
+	// outlives its process until the delete after it: its peak memory and
+	// OOM kills can still be read.
+	help, _ := exec.CommandContext(ctx, bin, "run", "--help").CombinedOutput()
+	if !strings.Contains(string(help), "--preserve-fds") {
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not take --preserve-fds (its `run --help` does not list it), which the record channel needs; use runc or crun, or --runtime embedded", bin))
+	}
+	if strings.Contains(string(help), "--keep") {
 		rt.keep = []string{"--keep"}
 	}
 	return rt, nil

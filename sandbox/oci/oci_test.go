@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -44,4 +47,22 @@ func TestMissingBinarySaysWhatToDo(t *testing.T) {
 // TestContract checks each promise of the runtime interface.
 func TestContract(t *testing.T) {
 	conformance.Contract(t, newRuntime(t), func() []string { return conformance.Leftovers(oci.DefaultOptions().StateRoot) })
+}
+
+// TestRuntimeWithoutPreserveFdsIsRefusedEarly: a runtime whose run does not
+// take --preserve-fds (gVisor's runsc) is refused by New in one line, not
+// inside the first probe.
+func TestRuntimeWithoutPreserveFdsIsRefusedEarly(t *testing.T) {
+	testenv.NeedRoot(t)
+	fake := filepath.Join(t.TempDir(), "fake-runsc")
+	script := "#!/bin/sh\ncase \"$1\" in --version) echo fake 1.0;; run) echo 'usage: run [--bundle dir] id';; esac\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := oci.DefaultOptions()
+	opts.Binary = fake
+	_, err := oci.New(context.Background(), opts)
+	if err == nil || !errors.Is(err, sandbox.ErrNotInstalled) || !strings.Contains(err.Error(), "--preserve-fds") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("want a one-line refusal naming --preserve-fds, got %v", err)
+	}
 }

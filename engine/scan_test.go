@@ -378,3 +378,14 @@ py_compile.compile(evil, cfile=importlib.util.cache_from_source(src), doraise=Tr
 		t.Errorf("plain.py::h (the planted bytecode ran?): %s %s", f.Verdict, f.Reason)
 	}
 }
+
+// TestScannedRootsCannotShadowTheWorker: a tree's own dataclasses.py
+// never runs inside the worker's canonicaliser, so its sibling's verdicts
+// stay right.
+func TestScannedRootsCannotShadowTheWorker(t *testing.T) {
+	rep := scan(t, nil, "testdata/shadow/honest.py")
+	f := fn(t, rep, "honest.py::point")
+	if f.Verdict != engine.VerdictDeterministic || len(f.Contained) > 0 || f.Rungs.Answered == 0 {
+		t.Fatalf("the honest sibling: %s %s %+v", f.Verdict, f.Reason, f.Contained)
+	}
+}

@@ -49,6 +49,19 @@ import sys
 import threading
 import types
 
+# Everything the worker uses, imported before any scanned root is on
+# sys.path: a scanned tree's own dataclasses.py or locale.py must never run
+# inside the canonicaliser or the state restore (they would, imported
+# lazily, with the scanned root first on sys.path).
+import dataclasses  # noqa: E402,F401
+import fcntl  # noqa: E402,F401
+import importlib  # noqa: E402,F401
+import importlib.util  # noqa: E402,F401
+import locale  # noqa: E402,F401
+import resource  # noqa: E402,F401
+import signal  # noqa: E402,F401
+import stat  # noqa: E402,F401
+
 RECORD_FD = 3
 # A call's answer longer than this is compared by digest and shown truncated.
 MAX_TEXT = 4096

@@ -22,12 +22,17 @@ const (
 	exitClean    = 0 // no findings
 	exitFindings = 1 // at least one nondeterministic function
 	exitUsage    = 2 // bad usage or unusable input
+	exitEmpty    = 5 // no Python file under the targets (as pytest's "no tests collected")
 	exitSignal   = 130
 )
 
 // errFindings is returned by a scan that found something: not a failure,
 // but the exit status says so.
 var errFindings = errors.New("findings")
+
+// errNothingScanned is a scan that found no Python file to read: most
+// likely a wrong path, so it has an exit status of its own.
+var errNothingScanned = errors.New("no Python file under the given paths: nothing was scanned")
 
 func main() {
 	reexec()
@@ -51,6 +56,9 @@ func exitCode(ctx context.Context, err error) int {
 		return exitClean
 	case errors.Is(err, errFindings):
 		return exitFindings
+	case errors.Is(err, errNothingScanned):
+		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
+		return exitEmpty
 	case ctx.Err() != nil:
 		fmt.Fprintln(os.Stderr, "nondet-sandbox: interrupted; every probe process was stopped")
 		return exitSignal

@@ -200,6 +200,11 @@ func TestExitStatus(t *testing.T) {
 	if code := exitCode(ctx, err); code != 2 {
 		t.Errorf("missing path: exit %d, %v", code, err)
 	}
+	opts.python = testenv.Python(t)
+	err = runRun(ctx, opts, []string{t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	if code := exitCode(ctx, err); code != exitEmpty {
+		t.Errorf("a folder with no Python file: exit %d, want %d (%v)", code, exitEmpty, err)
+	}
 }
 
 func fmtSscan(s string, v *uint64) (int, error) { return fmt.Sscan(s, v) }

@@ -58,11 +58,11 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
-	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with `make image`)")
+	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with make image)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
 	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
-	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions (default: a new seed, printed in the report)")
+	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions; a new one is drawn and printed in the report when not given")
 	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
@@ -155,6 +155,17 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	// The report's file is opened before the scan, so a path that cannot
+	// be written fails at once, not after every probe has run.
+	out := stdout
+	if opts.output != "" {
+		f, err := os.Create(opts.output)
+		if err != nil {
+			return usageErrorf("--output: %v", err)
+		}
+		defer f.Close()
+		out = f
+	}
 	if !rt.Isolated() {
 		// Said on every scan, quiet or not: what runs here runs as you.
 		fmt.Fprintln(stderr, "nondet-sandbox: warning: the host runtime is not a sandbox: the scanned code runs as you, on this machine, with only the static gate (which can be bypassed) between it and your files and network")
@@ -184,15 +195,6 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	out := stdout
-	if opts.output != "" {
-		f, err := os.Create(opts.output)
-		if err != nil {
-			return usageErrorf("--output: %v", err)
-		}
-		defer f.Close()
-		out = f
-	}
 	switch opts.format {
 	case "json":
 		err = report.WriteJSON(out, rep)
@@ -206,6 +208,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	if len(rep.Findings()) > 0 {
 		return errFindings
+	}
+	if len(rep.Modules) == 0 {
+		return errNothingScanned
 	}
 	return nil
 }

@@ -56,6 +56,10 @@ type Options struct {
 	// CallerHashSeed is the caller's PYTHONHASHSEED, if set: it is never
 	// passed on, and the report says it was set.
 	CallerHashSeed string
+	// LocationBase is the folder module locations in the report are
+	// relative to (the repository root, or the working directory); none
+	// when empty.
+	LocationBase string
 }
 
 // DefaultOptions are every default of a scan, in one place: the command

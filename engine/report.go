@@ -3,6 +3,8 @@ package engine
 import (
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"path/filepath"
+	"strings"
 )
 
 // The report's types live in package report, which the command line and
@@ -56,6 +58,13 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 		mod := Module{Path: f.Rel, Status: "unreadable", Error: "discovery did not report this file"}
 		if m != nil {
 			mod = Module{Path: f.Rel, Status: m.Status, Error: m.Error}
+		}
+		if base := s.opts.LocationBase; base != "" {
+			// Only inside the base: code scanning cannot place a file
+			// outside it, and the report names no path outside it.
+			if rel, err := filepath.Rel(base, f.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				mod.Location = filepath.ToSlash(rel)
+			}
 		}
 		rep.Modules = append(rep.Modules, mod)
 	}

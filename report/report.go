@@ -74,7 +74,11 @@ type Tool struct {
 type Module struct {
 	Path   string `json:"path"`
 	Status string `json:"status"` // ok, unparseable, unreadable, too-large, import-failed
-	Error  string `json:"error,omitempty"`
+	// Location is the file's path from the repository root (or, outside a
+	// repository, the working directory) the scan ran in: where code
+	// scanning places a finding, whatever form the target took.
+	Location string `json:"location,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Function is one module-level function and its verdict.

@@ -180,7 +180,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
-		Notes: stderr, Measure: opts.measure,
+		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),
 	}
 	if !opts.quiet && isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("probing"),
@@ -252,4 +252,22 @@ func parseTargets(args []string) ([]engine.Target, error) {
 		targets = append(targets, t)
 	}
 	return targets, nil
+}
+
+// locationBase is what report locations are relative to: the repository
+// the working directory is in (code scanning's root), else the working
+// directory itself.
+func locationBase() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return wd
+		}
+	}
 }

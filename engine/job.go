@@ -171,7 +171,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
-		Argv:    append([]string{s.python, s.bytecodeFlag(), "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py"))}, args...),
+		Argv:    append(s.interpreterArgv(), args...),
 		Env:     s.env(rc),
 		Dir:     rc.Cwd,
 		Binds:   s.binds,
@@ -282,11 +282,13 @@ func (c *countingDiscard) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// bytecodeFlag keeps containers from writing bytecode (their trees are
-// read-only anyway); on the host, bytecode goes to the scan's own cache.
-func (s *scan) bytecodeFlag() string {
+// interpreterArgv starts the worker: without the user's site directory;
+// in a container without writing bytecode (the tree is read-only anyway),
+// on the host writing it to the scan's own cache (PYTHONPYCACHEPREFIX).
+func (s *scan) interpreterArgv() []string {
+	argv := []string{s.python}
 	if s.opts.Runtime.Isolated() {
-		return "-B"
+		argv = append(argv, "-B")
 	}
-	return "-s" // a harmless repeat, in place of -B
+	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py")))
 }

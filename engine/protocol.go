@@ -155,9 +155,15 @@ func (r *recordReader) result(rec record) bool {
 	}
 	r.sink.answered(r.current, rec)
 	r.recorded = append(r.recorded, r.current)
-	r.last, r.current = r.current, -1
-	r.sink.arm(r.callTimeout) // until the next start: nothing runs unwatched
+	r.endCall()
 	return true
+}
+
+// endCall closes the call in progress; the watchdog stays armed until the
+// next start, so nothing runs unwatched.
+func (r *recordReader) endCall() {
+	r.last, r.current = r.current, -1
+	r.sink.arm(r.callTimeout)
 }
 
 func (r *recordReader) importStart(rec record) bool {
@@ -189,8 +195,7 @@ func (r *recordReader) notCallable(rec record) bool {
 	}
 	r.sink.notCallable(r.current, rec.Why)
 	r.skip[r.plan.Calls[r.current][0]] = true
-	r.last, r.current = r.current, -1
-	r.sink.arm(r.callTimeout)
+	r.endCall()
 	return true
 }
 

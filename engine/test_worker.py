@@ -207,8 +207,7 @@ class Facts(unittest.TestCase):
 
 class Breakers(unittest.TestCase):
     def test_dict_order(self):
-        first = worker.call(lambda d: next(iter(d)), ({"a": 1, "b": 2},))[0]
-        self.assertEqual(worker.in_process_breakers(lambda d: next(iter(d)), ({"a": 1, "b": 2},), first)[0], "dict-order")
+        self.assertEqual(worker.probe_call(lambda d: next(iter(d)), ({"a": 1, "b": 2},))[3], "dict-order")
 
     def test_repeat(self):
         state = []
@@ -217,12 +216,11 @@ class Breakers(unittest.TestCase):
             state.append(x)
             return len(state)
 
-        first = worker.call(counter, (1,))[0]
-        self.assertEqual(worker.in_process_breakers(counter, (1,), first)[0], "repeat")
+        self.assertEqual(worker.probe_call(counter, (1,))[3], "repeat")
 
     def test_dict_order_keeps_aliasing(self):
         d = {"a": 1, "b": 2}
-        self.assertEqual(worker.in_process_breakers(lambda x, y: x is y, (d, d), "V:True"), (None, None))
+        self.assertEqual(worker.probe_call(lambda x, y: x is y, (d, d))[3:], (None, None))
 
     def test_state_is_restored_between_calls(self):
         state = worker.ProcessState()
@@ -234,21 +232,20 @@ class Breakers(unittest.TestCase):
             return os.getcwd()
 
         try:
-            first = worker.call(wanders, (1,))[0]
+            worker.call(wanders, (1,))
             state.restore()
             self.assertEqual(os.getcwd(), cwd)
             self.assertNotIn("NONDET_TEST", os.environ)
-            self.assertEqual(worker.in_process_breakers(wanders, (1,), first, state.restore), (None, None))
+            self.assertEqual(worker.probe_call(wanders, (1,), state.restore)[3:], (None, None))
         finally:
             state.restore()
 
     def test_order_free(self):
-        first = worker.call(lambda items: items[0], (["a", "b"],))[0]
-        self.assertEqual(worker.in_process_breakers(lambda items: items[0], (["a", "b"],), first, order_free=[0])[0], "order-free")
-        self.assertEqual(worker.in_process_breakers(sorted, (["b", "a"],), 'V:["a","b"]', order_free=[0]), (None, None))
+        self.assertEqual(worker.probe_call(lambda items: items[0], (["a", "b"],), order_free=[0])[3], "order-free")
+        self.assertEqual(worker.probe_call(sorted, (["b", "a"],), order_free=[0])[3:], (None, None))
 
     def test_stable(self):
-        self.assertEqual(worker.in_process_breakers(sorted, ([2, 1],), "V:[1,2]"), (None, None))
+        self.assertEqual(worker.probe_call(sorted, ([2, 1],))[3:], (None, None))
 
 
 if __name__ == "__main__":

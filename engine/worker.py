@@ -330,25 +330,10 @@ def _canon(x, out, path, ctx):
         out.append("<cycle>")
         return
     if isinstance(x, (list, tuple, set, frozenset, dict)):
-        path.add(ident)
-        try:
-            _canon_container(x, t, out, path, ctx)
-        finally:
-            path.discard(ident)
+        _inside(path, ident, _canon_container, x, t, out, path, ctx)
         return
-    import dataclasses
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        path.add(ident)
-        try:
-            out.append(_typename(t) + "(")
-            for i, f in enumerate(dataclasses.fields(x)):
-                if i:
-                    out.append(",")
-                out.append(f.name + "=")
-                _canon(getattr(x, f.name), out, path, ctx)
-            out.append(")")
-        finally:
-            path.discard(ident)
+        _inside(path, ident, _canon_dataclass, x, t, out, path, ctx)
         return
     if isinstance(x, type):
         out.append("class:" + _typename(x))
@@ -369,16 +354,32 @@ def _canon(x, out, path, ctx):
         out.append("io.%s(%r, pos=%d)" % (name, x.getvalue(), x.tell()))
         return
     if _lazy(x):
-        path.add(ident)
-        try:
-            _canon_lazy(x, t, out, path, ctx)
-        finally:
-            path.discard(ident)
+        _inside(path, ident, _canon_lazy, x, t, out, path, ctx)
         return
     r = repr(x)
     if _ADDRESS.search(r) or _ANGLE_ID.match(r):
         raise NoCanon(_typename(t))
     out.append(_typename(t) + ":" + r)
+
+
+def _inside(path, ident, canon, *args):
+    """Canonicalises a value that can hold itself, with its id on the path
+    of the values being written, so a cycle is written <cycle>."""
+    path.add(ident)
+    try:
+        canon(*args)
+    finally:
+        path.discard(ident)
+
+
+def _canon_dataclass(x, t, out, path, ctx):
+    out.append(_typename(t) + "(")
+    for i, f in enumerate(dataclasses.fields(x)):
+        if i:
+            out.append(",")
+        out.append(f.name + "=")
+        _canon(getattr(x, f.name), out, path, ctx)
+    out.append(")")
 
 
 def _lazy(x):
@@ -497,7 +498,6 @@ class Channel:
     def __init__(self, nonce):
         # Move the channel out of the low descriptors a hostile function is
         # likely to scribble on, and out of its children's inheritance.
-        import fcntl
         self.fd = fcntl.fcntl(RECORD_FD, fcntl.F_DUPFD_CLOEXEC, 900)
         os.close(RECORD_FD)
         self.nonce = nonce
@@ -647,7 +647,6 @@ def _read_source(path):
     """A source file's bytes, or None when it is above MAX_SOURCE. Only a
     regular file is read, without blocking: a FIFO, a device or a procfs
     file behind a link is an error, never a stalled discovery."""
-    import stat
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
@@ -780,7 +779,6 @@ def probe(plan):
         os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")
     if limit:
-        import resource
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     start, calls = plan.get("start", 0), plan["calls"]
     segments = plan.get("segments")
@@ -809,7 +807,6 @@ def probe(plan):
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
             # Die as the child died, so the engine names the call it was in.
-            import signal
             sig = os.WTERMSIG(status)
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
@@ -952,13 +949,6 @@ def _breaker_inputs(base, order_free=()):
             yield "order-free", args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
 
 
-def in_process_breakers(target, base, first=None, reset=lambda: None, order_free=()):
-    """The breaker that fired on one rung and its second answer, or
-    (None, None)."""
-    _, _, _, breaker, v2 = probe_call(target, base, reset, order_free)
-    return (breaker, v2) if breaker else (None, None)
-
-
 def _has_dict(x):
     if isinstance(x, dict):
         return True
@@ -998,13 +988,11 @@ class ProcessState:
     whatever ran before it."""
 
     def __init__(self):
-        import locale
         self.locale = locale
         self.cwd = os.getcwd()
         self.streams = (sys.stdin, sys.stdout, sys.stderr)
         # Copies of descriptors 0-2, so a call that closes or replaces one
         # does not change what the next call sees.
-        import fcntl
         self.fds = {}
         for fd in (0, 1, 2):
             try:
@@ -1071,8 +1059,6 @@ def _import(m):
     sys.path, so relative imports work. A name that is already taken by a
     different module (the worker's own, or the standard library's) is loaded
     from its file under a private name instead."""
-    import importlib
-    import importlib.util
     root, name, path = m["root"], m["name"], m["path"]
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -1195,7 +1181,6 @@ def posture(req):
     rec["writable"], rec["readonly"] = writable, readonly
     limits = {}
     try:
-        import resource
         for name in ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CORE"):
             soft, _ = resource.getrlimit(getattr(resource, name))
             limits[name] = soft

@@ -48,15 +48,24 @@ type ImageRuntime interface {
 	InImage() bool
 }
 
-// OnceEnd makes an End that runs end once, however often it is called.
-func OnceEnd(end func(context.Context) error) func(context.Context) error {
+// Ending gives a session its End: end runs once, however often End is
+// called. A session embeds it.
+type Ending struct {
+	end func(context.Context) error
+}
+
+// EndOnce makes the Ending that runs end.
+func EndOnce(end func(context.Context) error) Ending {
 	var once sync.Once
 	var err error
-	return func(ctx context.Context) error {
+	return Ending{end: func(ctx context.Context) error {
 		once.Do(func() { err = end(ctx) })
 		return err
-	}
+	}}
 }
+
+// End releases what the scan's Begin made; a second call does nothing.
+func (e Ending) End(ctx context.Context) error { return e.end(ctx) }
 
 // ScratchVar starts a path that a runtime without containers places under
 // its scan's scratch directory.

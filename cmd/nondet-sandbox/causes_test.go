@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
@@ -17,20 +14,8 @@ import (
 )
 
 func causeLabels(t *testing.T) map[string]string {
-	f, err := os.Open("../../fixtures/causes.labels")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-			fs := strings.Fields(l)
-			out[fs[0]] = fs[1]
-		}
-	}
-	return out
+	t.Helper()
+	return labelMap(t, "causes.labels")
 }
 
 // TestEachCauseIsNamed: one fixture per cause, and the report names it,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,16 +21,8 @@ import (
 // in the test interpreter's environment.
 func corpusTargets(t *testing.T, python string) []string {
 	t.Helper()
-	data, err := os.ReadFile("../../fixtures/corpus/packages")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var targets, missing []string
-	for _, line := range strings.Split(string(data), "\n") {
-		fs := strings.Fields(line)
-		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
-			continue
-		}
+	for _, fs := range labelLines(t, "corpus/packages", 2) {
 		out, err := exec.Command(python, "-I", "-c", "import "+fs[1]+"; print("+fs[1]+".__file__)").Output()
 		if err != nil {
 			missing = append(missing, fs[0])
@@ -54,21 +45,7 @@ func corpusTargets(t *testing.T, python string) []string {
 // given) or "false" (with why the tool was wrong).
 func corpusLabels(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open("../../fixtures/corpus/labels")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
-			continue
-		}
-		out[fs[0]] = fs[1]
-	}
-	return out
+	return labelMap(t, "corpus/labels")
 }
 
 // TestRealWorldCorpus scans real third-party packages nobody here wrote

@@ -42,7 +42,7 @@ func TestNoFileStopsTheScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := mkfifo(filepath.Join(dir, "fifo.py")); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.py"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -79,5 +79,3 @@ func TestNoFileStopsTheScan(t *testing.T) {
 		})
 	}
 }
-
-func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,21 +19,7 @@ import (
 
 func fixtureLabels(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open("../../fixtures/known.labels")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	labels := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Fields(line)
-		labels[fields[0]] = fields[1]
-	}
+	labels := labelMap(t, "known.labels")
 	if len(labels) != 19 {
 		t.Fatalf("want 19 labels, got %d", len(labels))
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,39 @@ func testOptions(t *testing.T, runtime string, seed uint64) runOptions {
 		o.python = testenv.Python(t)
 	}
 	return o
+}
+
+// labelLines reads a labels file under fixtures/: the fields of each line
+// that is neither blank nor a comment, each with at least min fields.
+func labelLines(t *testing.T, name string, min int) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("../../fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fs := strings.Fields(line)
+		if len(fs) < min {
+			t.Fatalf("%s: %q has fewer than %d fields", name, line, min)
+		}
+		out = append(out, fs)
+	}
+	return out
+}
+
+// labelMap is a labels file as first field -> second field.
+func labelMap(t *testing.T, name string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, fs := range labelLines(t, name, 2) {
+		out[fs[0]] = fs[1]
+	}
+	return out
 }
 
 func TestTestOptionsAreTheFlagDefaults(t *testing.T) {

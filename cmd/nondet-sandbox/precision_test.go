@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,19 +21,8 @@ type precisionLabel struct {
 
 func precisionLabels(t *testing.T) []precisionLabel {
 	t.Helper()
-	f, err := os.Open("../../fixtures/precision.labels")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []precisionLabel
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fs := strings.Fields(line)
+	for _, fs := range labelLines(t, "precision.labels", 3) {
 		out = append(out, precisionLabel{fs[0], fs[1], fs[2]})
 	}
 	if len(out) < 19 {

@@ -84,7 +84,7 @@ func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions
 
 // Begin remembers the scan; containers are made per job.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
-	return &session{Runtime: r, scan: scan, end: sandbox.OnceEnd(func(ctx context.Context) error {
+	return &session{Runtime: r, scan: scan, Ending: sandbox.EndOnce(func(ctx context.Context) error {
 		_, err := r.removeScan(ctx, func(id string) bool { return id != scan.ID })
 		return err
 	})}, nil
@@ -94,10 +94,8 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session
 type session struct {
 	*Runtime
 	scan sandbox.Scan
-	end  func(context.Context) error
+	sandbox.Ending
 }
-
-func (s *session) End(ctx context.Context) error { return s.end(ctx) }
 
 // seccompOpt hands Docker the same seccomp profile the embedded and oci
 // runtimes compile (moby's default, from the module this binary was built

@@ -88,17 +88,15 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session
 	if err != nil {
 		return nil, err
 	}
-	return &session{opts: r.opts, cs: cs, end: sandbox.OnceEnd(end)}, nil
+	return &session{opts: r.opts, cs: cs, Ending: sandbox.EndOnce(end)}, nil
 }
 
 // session is one scan's containers.
 type session struct {
 	opts Options
 	cs   *containerscan.Scan
-	end  func(context.Context) error
+	sandbox.Ending
 }
-
-func (s *session) End(ctx context.Context) error { return s.end(ctx) }
 
 // Run creates one container, runs the job in it, and destroys it.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {

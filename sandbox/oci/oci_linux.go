@@ -82,17 +82,15 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session
 	if err != nil {
 		return nil, err
 	}
-	return &session{Runtime: r, cs: cs, end: sandbox.OnceEnd(end)}, nil
+	return &session{Runtime: r, cs: cs, Ending: sandbox.EndOnce(end)}, nil
 }
 
 // session is one scan's bundles and containers.
 type session struct {
 	*Runtime
-	cs  *containerscan.Scan
-	end func(context.Context) error
+	cs *containerscan.Scan
+	sandbox.Ending
 }
-
-func (s *session) End(ctx context.Context) error { return s.end(ctx) }
 
 func (s *session) runtime(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, s.binary, append([]string{"--root", s.cs.StateDir}, args...)...)

@@ -42,8 +42,8 @@ type attribution struct {
 
 // attribute names the cause of every cross-run finding, exactly: for the
 // functions found nondeterministic, and only for them, it runs the base
-// conditions twice (a control: if those disagree, the process itself moves
-// the answer: a clock, an RNG, an address) and then once per condition that
+// conditions three times (controls: if any two disagree, the process itself
+// moves the answer: a clock, an RNG, an address) and then once per condition that
 // differs between the witness's two runs, with that one condition taken from
 // the other run, and once under all of the other run's conditions (which
 // tells conditions acting together from state other functions left behind

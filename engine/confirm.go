@@ -77,7 +77,7 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 						why = "the sandbox could not run it: " + firstOf(fails)
 					}
 					p.fn.Reason += "; it could not be confirmed alone: " + why
-				case a.value != b.value, repeatFired(r.calls[p.Index]):
+				case a.value != b.value, slices.Contains(breakersOf(r.calls[p.Index]), BreakerRepeat):
 					// Reproduced alone: a fact.
 				case round > 0 && alone[p.Index] != a.value:
 					// Alone, under the same conditions, two answers: the
@@ -111,17 +111,6 @@ func loneShards(ps []*probe, jobs int) []*shard {
 	return shards
 }
 
-// repeatFired says whether the repeat breaker fired on any rung.
-func repeatFired(rungs [][]outcome) bool {
-	for _, runs := range rungs {
-		for _, o := range runs {
-			if o.breaker == BreakerRepeat {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // bisection searches the calls that ran before one function in its
 // witness run for the function whose calls moved it.

@@ -111,7 +111,6 @@ func loneShards(ps []*probe, jobs int) []*shard {
 	return shards
 }
 
-
 // bisection searches the calls that ran before one function in its
 // witness run for the function whose calls moved it.
 type bisection struct {

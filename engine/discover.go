@@ -61,10 +61,6 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	for _, f := range files {
 		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
 	}
-	path, err := s.sharedFile("discover.json", req)
-	if err != nil {
-		return nil, err
-	}
 	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
 	done := false
 	var recErr error
@@ -101,7 +97,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	}
 	// Parsing is fast; the limit only guards against a broken interpreter.
 	limit := 60*time.Second + time.Duration(len(files))*200*time.Millisecond
-	out, err := s.runJob(ctx, "discover", discoveryConditions(), []string{"discover", path}, limit, handle)
+	out, err := s.runJob(ctx, "discover", discoveryConditions(), "discover", req, limit, handle)
 	if err != nil {
 		return nil, err
 	}

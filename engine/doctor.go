@@ -74,10 +74,6 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	nonce := newScanID() + newScanID()
 	// On the host runtime the mount points are the host's: the probe
 	// must not write a file to each to see whether it could.
-	path, err := s.sharedFile("posture.json", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()})
-	if err != nil {
-		return nil, err
-	}
 	var got bool
 	handle := func(line []byte) {
 		var head struct {
@@ -89,7 +85,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
 	}
-	out, err := s.runJob(ctx, "posture", s.runs[0], []string{"posture", path}, time.Minute, handle)
+	out, err := s.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()}, time.Minute, handle)
 	if err != nil {
 		return nil, err
 	}

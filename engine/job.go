@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,6 +116,9 @@ func (s *scan) env(rc RunConditions) []string {
 		"LC_ALL=" + rc.Locale,
 		"LANG=" + rc.Locale,
 		"PYTHONHASHSEED=" + strconv.FormatUint(uint64(rc.HashSeed), 10),
+		// The worker's own folder is never on sys.path (Python 3.11's -P;
+		// older interpreters ignore it, and the folder holds only the worker).
+		"PYTHONSAFEPATH=1",
 	}
 	if s.opts.Runtime.Isolated() {
 		env = append(env, "PYTHONDONTWRITEBYTECODE=1")
@@ -137,10 +141,10 @@ func (s *scan) env(rc RunConditions) []string {
 	return env
 }
 
-// runJob starts one interpreter running the worker in the given mode and
-// feeds every record line to handle. limit arms the watchdog at start; the
-// handler may re-arm it per step through wd.
-func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args []string, limit time.Duration,
+// runJob starts one interpreter running the worker in the given mode on
+// request and feeds every record line to handle. limit arms the watchdog
+// at start; the handler may re-arm it per step through wd.
+func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode string, request any, limit time.Duration,
 	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -162,6 +166,11 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 	}
 	defer os.RemoveAll(scratch)
 
+	input, err := requestFile(scratch, request)
+	if err != nil {
+		return nil, err
+	}
+	defer input.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -171,12 +180,13 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
-		Argv:    append(s.interpreterArgv(), args...),
+		Argv:    append(s.interpreterArgv(), mode),
 		Env:     s.env(rc),
 		Dir:     rc.Cwd,
 		Binds:   s.binds,
 		Masks:   s.masks,
 		Records: w,
+		Input:   input,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
@@ -215,6 +225,30 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, args [
 		s.peakMu.Unlock()
 	}
 	return out, nil
+}
+
+// requestFile holds a worker's request in a file with no name: the
+// worker reads it as fd 4, and nothing the scanned code can open leads to
+// it (the plan holds the run's nonce).
+func requestFile(dir string, request any) (*os.File, error) {
+	data, err := json.Marshal(request)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, "request-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // readRecords splits the channel into lines, dropping any line longer than

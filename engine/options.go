@@ -20,6 +20,9 @@ type Options struct {
 	SmellRuns int
 	// Jobs is how many interpreters run at once.
 	Jobs int
+	// Shards is the most shards (interpreters per run) the modules are
+	// packed into; 0 for twice Jobs, which keeps every job busy.
+	Shards int
 	// Seed reproduces a whole scan's conditions.
 	Seed uint64
 	// Unsafe lifts the static gate on the host runtime.
@@ -71,6 +74,13 @@ func DefaultOptions() Options {
 		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
 		Version: "dev",
 	}
+}
+
+func (o *Options) shards() int {
+	if o.Shards > 0 {
+		return o.Shards
+	}
+	return 2 * o.Jobs
 }
 
 func (o *Options) defaults() {

@@ -275,11 +275,11 @@ type shard struct {
 	alone bool
 }
 
-// planShards packs modules into at most 2*jobs shards balanced by function
+// planShards packs modules into at most want shards balanced by function
 // count, keeping whole modules together and never putting modules of two
 // import roots into one interpreter: each root goes first on sys.path, and a
 // sibling import of one root's module would find the other root's.
-func planShards(probes []*probe, jobs int) []*shard {
+func planShards(probes []*probe, want int) []*shard {
 	byModule := map[int][]*probe{}
 	var order []int
 	for _, p := range probes {
@@ -291,7 +291,7 @@ func planShards(probes []*probe, jobs int) []*shard {
 	if len(order) == 0 {
 		return nil
 	}
-	n := min(len(order), 2*jobs)
+	n := min(len(order), max(want, 1))
 	shards := make([]*shard, n)
 	roots := make([]string, n)
 	for i := range shards {

@@ -21,7 +21,7 @@ func TestShardsNeverMixImportRoots(t *testing.T) {
 			probes = append(probes, &probe{Index: len(probes), File: f, Module: m})
 		}
 	}
-	shards := planShards(probes, 1) // at most 2 shards wanted, 3 roots: one more is made
+	shards := planShards(probes, 2) // at most 2 shards wanted, 3 roots: one more is made
 	seen := 0
 	for _, sh := range shards {
 		root := sh.Probes[0].File.Root
@@ -35,7 +35,7 @@ func TestShardsNeverMixImportRoots(t *testing.T) {
 	if seen != len(probes) || len(shards) < 3 {
 		t.Fatalf("%d probes in %d shards", seen, len(shards))
 	}
-	one := planShards(probes[:6], 2) // one root, two modules: split for parallelism
+	one := planShards(probes[:6], 4) // one root, two modules: split for parallelism
 	if len(one) != 2 {
 		t.Fatalf("one root's two modules: %d shards", len(one))
 	}

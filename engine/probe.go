@@ -187,25 +187,17 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			plan.Skip = append(plan.Skip, fi)
 		}
 		slices.Sort(plan.Skip)
-		// Every plan file has a name of its own: shards of attribution
-		// groups, confirmations and bisection steps share ids and labels
-		// and run at once.
-		path, err := s.sharedFile(fmt.Sprintf("shard-%d-%s-slot%d-%d-%d.json", sh.ID, runLabel(rc), run, attempt, s.planSeq.Add(1)), plan)
-		if err != nil {
-			s.shardFailed(sh, run, res, err.Error())
-			return
-		}
 		wd := &watchdog{}
 		sink := &shardRun{s: s, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
 		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout, importTimeout)
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, []string{"probe", path}, importTimeout, rr.handle, wd)
+		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.shardFailed(sh, run, res, err.Error())
 			}
 			return
 		}
-		current, curMod, last, forged := rr.current, rr.module, rr.last, rr.forged
+		current, curMod, last, forged, between := rr.current, rr.module, rr.last, rr.forged, rr.between()
 		if forged >= 0 {
 			// Drop what was recorded from the forger's call on, name it,
 			// and resume after it in a fresh interpreter.
@@ -248,6 +240,18 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			res.failImport(modOf[curMod], run, detail)
 			for fi, p := range sh.Probes {
 				if p.Module == modOf[curMod] {
+					skip[fi] = true
+				}
+			}
+			plan.Start = last + 1
+		case between >= 0:
+			// A module's process may end the worker between its calls:
+			// that module's next call is charged and the rest of the
+			// module is not run again.
+			detail := "its module's process ended the worker between calls (" + out.describe() + ")"
+			rr.sink.lost(between, "crash", detail)
+			for fi, p := range sh.Probes {
+				if p.Module == sh.Probes[plan.Calls[between][0]].Module {
 					skip[fi] = true
 				}
 			}
@@ -313,6 +317,12 @@ func (a *shardRun) notCallable(call int, why string) {
 
 func (a *shardRun) tampered(call int, why string) {
 	a.res.event(a.probeOf(call).Index, Event{Kind: "tampered", Run: a.run, Rung: a.plan.Calls[call][1], Detail: why})
+}
+
+func (a *shardRun) lost(call int, kind, detail string) {
+	p, ri := a.probeOf(call), a.plan.Calls[call][1]
+	a.res.calls[p.Index][ri][a.run] = outcome{kind: crashed, detail: detail}
+	a.res.event(p.Index, Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})
 }
 
 func (a *shardRun) arm(d time.Duration) { a.wd.arm(d) }

@@ -22,6 +22,10 @@ import (
 //	                                                 th threads left running, b the breaker that
 //	                                                 fired and v2 its second answer
 //	nc      probe     i why                          call i's function is not callable
+//	gone    probe     m why t                        module m's child died (or, t, wrote what it
+//	                                                 may not) in the step in progress: the call,
+//	                                                 the import, or between calls (the rest of the
+//	                                                 module's calls are not made)
 //	done    all       -                              the worker finished the plan
 type recordKind string
 
@@ -35,6 +39,7 @@ const (
 	kindStart        recordKind = "s"
 	kindResult       recordKind = "r"
 	kindNotCallable  recordKind = "nc"
+	kindGone         recordKind = "gone"
 	kindDone         recordKind = "done"
 )
 
@@ -52,17 +57,19 @@ type record struct {
 	Why       string     `json:"why"`
 	Breaker   string     `json:"b"`
 	Value2    string     `json:"v2"`
+	Tampered  bool       `json:"t"`
 }
 
 // shardSink is what the record reader's verdicts on records do: a fake in
 // the reader's tests, the scan's results in runShard.
 type shardSink interface {
-	answered(call int, rec record)       // a result for the call in progress
-	importFailed(module int, err string) // a plan module's import raised
-	notCallable(call int, why string)    // the call's function is not callable
-	tampered(call int, why string)       // a record out of turn during the call
-	arm(d time.Duration)                 // the watchdog's limit for what runs now
-	kill()                               // a forger was caught: end the interpreter
+	answered(call int, rec record)             // a result for the call in progress
+	importFailed(module int, err string)       // a plan module's import raised
+	notCallable(call int, why string)          // the call's function is not callable
+	tampered(call int, why string)             // a record out of turn during the call
+	lost(call int, kind string, detail string) // the call's process died ("crash") or lied ("tampered")
+	arm(d time.Duration)                       // the watchdog's limit for what runs now
+	kill()                                     // a forger was caught: end the interpreter
 }
 
 // recordReader reads one attempt of a shard as a strict state machine
@@ -81,6 +88,7 @@ type recordReader struct {
 
 	current    int // the call in progress, or -1
 	module     int // the plan module being imported, or -1
+	stretch    int // the plan module whose process runs now (from its import on), or -1
 	last       int // the last call answered (or found not callable)
 	done       bool
 	failedMods map[int]bool
@@ -91,7 +99,7 @@ type recordReader struct {
 
 func newRecordReader(plan *workerPlan, skip map[int]bool, sink shardSink, callTimeout, importTimeout time.Duration) *recordReader {
 	return &recordReader{plan: plan, skip: skip, sink: sink, callTimeout: callTimeout, importTimeout: importTimeout,
-		current: -1, module: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}, noted: map[int]bool{}}
+		current: -1, module: -1, stretch: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}, noted: map[int]bool{}}
 }
 
 func (r *recordReader) moduleOf(call int) int { return r.plan.Functions[r.plan.Calls[call][0]].Module }
@@ -132,6 +140,8 @@ func (r *recordReader) handle(line []byte) {
 		ok = r.imported(rec)
 	case kindNotCallable:
 		ok = r.notCallable(rec)
+	case kindGone:
+		ok = r.gone(rec)
 	case kindDone:
 		ok = r.finish()
 	}
@@ -171,7 +181,7 @@ func (r *recordReader) importStart(rec record) bool {
 	if !r.idle() || n >= len(r.plan.Calls) || !is(rec.Module, r.moduleOf(n)) {
 		return false
 	}
-	r.module = *rec.Module
+	r.module, r.stretch = *rec.Module, *rec.Module
 	r.sink.arm(r.importTimeout)
 	return true
 }
@@ -197,6 +207,59 @@ func (r *recordReader) notCallable(rec record) bool {
 	r.skip[r.plan.Calls[r.current][0]] = true
 	r.endCall()
 	return true
+}
+
+// gone is the worker's word that a module's child died, or was ended for
+// writing what it may not, in the step in progress: the call is charged,
+// or the import, or (between calls) the module's next call; the worker
+// goes on after the call, or with the next module.
+func (r *recordReader) gone(rec record) bool {
+	kind, detail := "crash", "killed its interpreter ("+rec.Why+")"
+	if rec.Tampered {
+		kind, detail = "tampered", rec.Why+"; its module's process was ended"
+	}
+	switch {
+	case r.current >= 0:
+		r.sink.lost(r.current, kind, detail)
+		r.skip[r.plan.Calls[r.current][0]] = true
+		r.endCall()
+	case r.module >= 0:
+		if !is(rec.Module, r.module) {
+			return false
+		}
+		r.sink.importFailed(r.module, "import "+detail)
+		r.failedMods[r.module] = true
+		r.module = -1
+	default:
+		if rec.Module == nil {
+			return false
+		}
+		m := *rec.Module
+		if n := r.next(); n < len(r.plan.Calls) && r.moduleOf(n) == m {
+			r.sink.lost(n, kind, "its module's process ended before this call ("+detail+")")
+		}
+		for fi, f := range r.plan.Functions {
+			if f.Module == m {
+				r.skip[fi] = true
+			}
+		}
+	}
+	r.stretch = -1
+	r.sink.arm(r.callTimeout)
+	return true
+}
+
+// between is the call to charge when the worker died while no step ran
+// but a module's process was alive: that module's next call, when it has
+// one (it may have killed the worker between its calls); -1 otherwise.
+func (r *recordReader) between() int {
+	if r.stretch < 0 || !r.idle() {
+		return -1
+	}
+	if n := r.next(); n < len(r.plan.Calls) && r.moduleOf(n) == r.stretch {
+		return n
+	}
+	return -1
 }
 
 func (r *recordReader) finish() bool {

@@ -24,6 +24,9 @@ func (f *fakeSink) notCallable(call int, why string) {
 func (f *fakeSink) tampered(call int, why string) {
 	f.events = append(f.events, fmt.Sprintf("tampered %d", call))
 }
+func (f *fakeSink) lost(call int, kind, detail string) {
+	f.events = append(f.events, fmt.Sprintf("lost %d %s", call, kind))
+}
 func (f *fakeSink) arm(d time.Duration) { f.events = append(f.events, "arm "+d.String()) }
 func (f *fakeSink) kill()               { f.events = append(f.events, "kill") }
 
@@ -84,6 +87,20 @@ func TestRecordReader(t *testing.T) {
 			`{"n":"N","k":"done"}`},
 			[]string{"import-failed 0 E", "not-callable 2"}, true, -1},
 		{"an import of the wrong module", []string{`{"n":"N","k":"is","m":1}`}, nil, false, -1},
+		{"a child dying in a call: the call is charged, the rest goes on", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"gone","m":0,"why":"killed by SIGSEGV"}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`,
+			`{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"s","i":3}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+			`{"n":"N","k":"done"}`},
+			[]string{"lost 0 crash", "answer 2 V:3", "answer 3 V:4"}, true, -1},
+		{"a child dying in its import", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"gone","m":0,"why":"exit status 3"}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
+			[]string{"import-failed 0 import killed its interpreter (exit status 3)", "answer 2 V:3"}, false, -1},
+		{"a child ended between calls for lying: its module's next call is charged", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"gone","m":0,"why":"wrote to its record channel","t":true}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
+			[]string{"answer 0 V:1", "lost 1 tampered", "answer 2 V:3"}, false, -1},
+		{"gone for another module during an import", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"gone","m":1,"why":"exit status 3"}`}, nil, false, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,5 +126,25 @@ func TestRecordReaderArmsTheWatchdog(t *testing.T) {
 	want := []string{"arm 3s", "arm 1s", "arm 1s", "answer 0 V:1", "arm 1s"}
 	if !slices.Equal(sink.events, want) {
 		t.Errorf("events %q, want %q", sink.events, want)
+	}
+}
+
+// TestRecordReaderBetweenCalls: when the worker dies while no step runs,
+// the module whose process was alive is charged, through its next call;
+// once its calls are done, nothing is.
+func TestRecordReaderBetweenCalls(t *testing.T) {
+	start := []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`}
+	r := newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	feed(r, start...)
+	if got := r.between(); got != 1 {
+		t.Errorf("between module 0's calls: charge %d, want 1", got)
+	}
+	feed(r, `{"n":"N","k":"s","i":1}`, `{"n":"N","k":"r","i":1,"v":"V:2"}`)
+	if got := r.between(); got != -1 {
+		t.Errorf("after module 0's last call: charge %d, want none", got)
+	}
+	fresh := newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	if got := fresh.between(); got != -1 {
+		t.Errorf("before any module: charge %d, want none", got)
 	}
 }

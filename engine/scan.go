@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
@@ -38,7 +37,6 @@ type scan struct {
 	skipped   []sandbox.Support
 	processes atomic.Int64
 	jobSeq    atomic.Int64
-	planSeq   atomic.Int64
 	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
 	tasksDone, tasksPlanned atomic.Int64
 	peakMu                  sync.Mutex
@@ -127,7 +125,7 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 		rep.Targets = append(rep.Targets, t.Arg)
 	}
 	probes := s.selectProbes(s.files, disc, rep)
-	s.mainShards = planShards(probes, s.opts.Jobs)
+	s.mainShards = planShards(probes, s.opts.shards())
 	results := s.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -185,7 +183,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 		return nil, nil, fmt.Errorf("scratch directory: %w", err)
 	}
 	undo.Push(func() { os.RemoveAll(s.scratch) })
-	if err := os.MkdirAll(filepath.Join(s.scratch, "shared", "plans"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.scratch, "shared"), 0o755); err != nil {
 		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
@@ -376,20 +374,6 @@ func (s *scan) inside(host string) string {
 		}
 	}
 	return host
-}
-
-// sharedFile writes a request into the directory every job sees, and
-// returns its path as the sandbox sees it.
-func (s *scan) sharedFile(name string, v any) (string, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	host := filepath.Join(s.scratch, "shared", "plans", name)
-	if err := os.WriteFile(host, data, 0o644); err != nil {
-		return "", err
-	}
-	return s.inside(host), nil
 }
 
 // checkFuncTargets reports FILE::function targets naming a function that

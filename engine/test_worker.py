@@ -250,3 +250,61 @@ class Breakers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _Sent:
+    def __init__(self):
+        self.records = []
+
+    def send(self, rec):
+        self.records.append(rec)
+
+
+class Relay(unittest.TestCase):
+    """The parent passes on only what a module's child may say."""
+
+    PLAN = {
+        "functions": [{"module": 0, "name": "a"}, {"module": 1, "name": "b"}],
+        "calls": [[0, 0], [0, 1], [1, 0], [1, 1]],
+    }
+
+    def relay(self, *lines, lo=0, hi=2, mi=0):
+        ch = _Sent()
+        r, w = os.pipe()
+        rel = worker._Relay(self.PLAN, ch, lo, hi, mi, set(), w)
+        rel._lines(b"".join(line.encode() + b"\n" for line in lines))
+        os.close(r)
+        os.close(w)
+        return rel, ch.records
+
+    def test_own_calls_in_turn_pass_without_a_nonce(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"s","i":0}',
+                               '{"k":"r","i":0,"v":"V:1"}', '{"k":"end"}')
+        self.assertEqual(rel.tampered, "")
+        self.assertTrue(rel.ended)
+        self.assertEqual([r["k"] for r in sent], ["is", "id", "s", "r"])
+
+    def test_another_modules_call_is_refused(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"s","i":2}')
+        self.assertIn("out of turn", rel.tampered)
+        self.assertEqual([r["k"] for r in sent], ["is", "id"])
+
+    def test_a_nonce_or_done_is_refused(self):
+        rel, _ = self.relay('{"k":"done"}')
+        self.assertTrue(rel.tampered)
+        rel, _ = self.relay('{"k":"is","m":0,"n":"N"}')
+        self.assertIn("field", rel.tampered)
+
+    def test_a_result_before_its_start_is_refused(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"r","i":0,"v":"V:1"}')
+        self.assertTrue(rel.tampered)
+        self.assertEqual(len(sent), 2)
+
+    def test_a_step_is_acknowledged_only_once_passed_on(self):
+        ch = _Sent()
+        r, w = os.pipe()
+        rel = worker._Relay(self.PLAN, ch, 0, 2, 0, set(), w)
+        rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n{"k":"s","i":0}\n')
+        self.assertEqual(os.read(r, 10), b"..")
+        os.close(r)
+        os.close(w)

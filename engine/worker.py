@@ -1,15 +1,23 @@
 """nondet-sandbox worker: runs inside the sandbox, one interpreter per (shard, run).
 
-Two modes, both driven by a JSON request file and both answering on a
-dedicated record channel (file descriptor 3), never on stdout or stderr, which
-belong to the scanned code:
+Three modes, each reading its JSON request from file descriptor 4 (which no
+path leads to) and answering on a dedicated record channel (file descriptor
+3), never on stdout or stderr, which belong to the scanned code:
 
-  worker.py discover REQUEST   parse modules with ast (never import them) and
-                               list their functions, signatures and the facts
-                               the gate needs; also print the ladder.
-  worker.py probe PLAN         import a shard's modules by dotted name and call
-                               each planned (function, rung), streaming one
-                               canonical answer per call.
+  worker.py discover   parse modules with ast (never import them) and list
+                       their functions, signatures and the facts the gate
+                       needs; also print the ladder.
+  worker.py probe      call each planned (function, rung) of a shard and
+                       stream one canonical answer per call.
+  worker.py posture    say what a probe sees of its sandbox (doctor).
+
+In probe mode this process never runs scanned code: it forks a child per
+stretch of one module's calls, which imports the module and calls it, and
+reports over a pipe of its own. The parent passes on only what that child
+may say (its own module's records, in turn), so scanned code can change the
+verdicts of its own module and of no other; the channel, the nonce and the
+plan are out of the child's reach (it closes the channel first; the
+parent is not dumpable).
 
 The ladder lives here, in LADDER, and nowhere else.
 
@@ -29,10 +37,13 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               th threads left running, b the breaker
                                               that fired and v2 its second answer
   nc       probe     i why                    call i's function is not callable
+  gone     probe     m why t                  module m's child died (or, t, wrote what
+                                              it may not) in the step in progress: the
+                                              call, the import, or between calls (the
+                                              rest of the module's calls are not made)
   done     all       -                        the worker finished the plan
 
-A probe plan's "segments" split its calls into lone runs: each runs in a
-child forked before anything scanned is imported; the records are the same.
+A probe plan's "segments" split its calls into lone runs, a child each.
 """
 
 import ast
@@ -45,6 +56,7 @@ import json
 import os
 import pathlib
 import re
+import select
 import sys
 import threading
 import types
@@ -63,6 +75,7 @@ import signal  # noqa: E402,F401
 import stat  # noqa: E402,F401
 
 RECORD_FD = 3
+REQUEST_FD = 4
 # A call's answer longer than this is compared by digest and shown truncated.
 MAX_TEXT = 4096
 
@@ -495,15 +508,31 @@ def display(args):
 
 
 class Channel:
-    def __init__(self, nonce):
+    """Where records go: the engine's channel (fd 3, tagged with the nonce),
+    or a child's pipe to the parent (fd given, no nonce)."""
+
+    def __init__(self, nonce, fd=RECORD_FD, acks=None):
         # Move the channel out of the low descriptors a hostile function is
         # likely to scribble on, and out of its children's inheritance.
-        self.fd = fcntl.fcntl(RECORD_FD, fcntl.F_DUPFD_CLOEXEC, 900)
-        os.close(RECORD_FD)
+        self.fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 900)
+        os.close(fd)
         self.nonce = nonce
+        self.acks = None
+        if acks is not None:
+            self.acks = fcntl.fcntl(acks, fcntl.F_DUPFD_CLOEXEC, 900)
+            os.close(acks)
+
+    def step(self, rec):
+        """Sends the start of a step (an import, a call) and, in a child,
+        waits until the parent has passed it on: the engine knows what runs
+        before any of it runs, whatever it then does to the parent."""
+        self.send(rec)
+        if self.acks is not None and os.read(self.acks, 1) != b".":
+            os._exit(0)  # the parent is gone
 
     def send(self, rec):
-        rec["n"] = self.nonce
+        if self.nonce is not None:
+            rec["n"] = self.nonce
         data = (json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
         try:
             while data:
@@ -774,55 +803,318 @@ def _open_mode(call):
 
 
 def probe(plan):
-    ch = Channel(plan["nonce"])
+    """The parent: it never imports or calls anything scanned. Each stretch
+    of one module's calls runs in a child forked from it, which reports
+    over a pipe of its own; the parent checks every record against the plan
+    (the child may speak only of its own module's calls, in turn) and
+    passes it on. The channel, the nonce and the plan stay here: the child
+    closes the channel before anything scanned runs, so scanned code can
+    change the verdicts of its own module only."""
+    ch = Channel(plan.pop("nonce"))
+    _harden()
     if plan.get("umask"):
         os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    start, calls = plan.get("start", 0), plan["calls"]
-    segments = plan.get("segments")
-    if not segments:
-        run_calls(plan, ch, start, len(calls))
-        ch.send({"k": "done"})
-        return
-    # Each segment runs in a child forked from this worker, which has
-    # imported nothing scanned: the child imports its module and calls its
-    # calls as a fresh interpreter would, under this run's conditions, and
-    # many such lone runs share one interpreter start.
-    bounds = list(segments) + [len(calls)]
-    for k in range(len(segments)):
-        lo, hi = max(bounds[k], start), bounds[k + 1]
-        if lo >= hi:
-            continue
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                run_calls(plan, ch, lo, hi)
-            except BaseException:
-                code = 98
-            _flush_streams()
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        if os.WIFSIGNALED(status):
-            # Die as the child died, so the engine names the call it was in.
-            sig = os.WTERMSIG(status)
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-            os._exit(128 + sig)
-        if os.WEXITSTATUS(status) != 0:
-            os._exit(os.WEXITSTATUS(status))
+    calls, functions = plan["calls"], plan["functions"]
+    skip = set(plan.get("skip", []))
+    dead = set()  # modules whose import failed or whose child died outside a call
+    cuts = set(plan.get("segments") or ()) | {plan.get("start", 0), len(calls)}
+    prev = None
+    for idx in range(plan.get("start", 0), len(calls)):
+        mi = functions[calls[idx][0]]["module"]
+        if mi != prev:
+            cuts.add(idx)
+            prev = mi
+    bounds = sorted(c for c in cuts if c >= plan.get("start", 0))
+    for lo, hi in zip(bounds, bounds[1:]):
+        mi = functions[calls[lo][0]]["module"]
+        while lo < hi and mi not in dead:
+            lo = _run_child(plan, ch, lo, hi, mi, skip, dead)
+        _sweep_children()
     ch.send({"k": "done"})
 
 
-def run_calls(plan, ch, lo, hi):
+def _harden():
+    """The parent is not dumpable (no child may read its memory or its
+    descriptors through /proc, or trace it) and reaps every orphan its
+    children leave, so it can end them before the next module runs."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_dumpable():
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _sweep_children():
+    """Kill whatever the last child left running (a daemon it forked
+    reparents here): nothing of one module outlives its stretch."""
+    me = os.getpid()
+    for _ in range(1000):
+        kids = _children(me)
+        if not kids:
+            break
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
+        for k in kids:
+            try:
+                os.waitpid(k, 0)
+            except OSError:
+                pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    kids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as fh:
+                    if int(fh.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                        kids.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+# What a child may say, and the type of each field it may set. The parent
+# passes on exactly these fields.
+_CHILD_FIELDS = {
+    "is": {"m": int}, "id": {"m": int}, "if": {"m": int, "err": str},
+    "s": {"i": int}, "nc": {"i": int, "why": str},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str},
+    "end": {},
+}
+MAX_RECORD = 1 << 20
+
+
+def _run_child(plan, ch, lo, hi, mi, skip, dead):
+    """Runs calls lo..hi (all of module mi) in a child and relays its
+    records. Returns where the stretch goes on: hi when it is done, the
+    call after one that killed the child otherwise."""
+    r, w = os.pipe()
+    ar, aw = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            os.close(aw)
+            os.close(ch.fd)
+            _child_dumpable()
+            own = Channel(None, w, ar)
+            run_calls(plan, own, lo, hi, skip)
+            own.send({"k": "end"})
+        except BaseException:
+            code = 98
+        _flush_streams()
+        os._exit(code)
+    os.close(w)
+    os.close(ar)
+    relay = _Relay(plan, ch, lo, hi, mi, skip, aw)
+    status = relay.run(r, pid)
+    os.close(r)
+    os.close(aw)
+    if relay.ended:
+        if relay.failed:
+            dead.add(mi)
+        return hi
+    # The child died, or said what it may not: name the step it was in.
+    why = relay.tampered or _describe(status)
+    ch.send({"k": "gone", "m": mi, "why": why, "t": bool(relay.tampered)})
+    if relay.step == "call":
+        skip.add(plan["calls"][relay.call][0])
+        return relay.call + 1
+    dead.add(mi)
+    return hi
+
+
+def _describe(status):
+    if status is None:
+        return "ended"
+    if os.WIFSIGNALED(status):
+        try:
+            return "killed by " + signal.Signals(os.WTERMSIG(status)).name
+        except ValueError:
+            return "killed by signal %d" % os.WTERMSIG(status)
+    return "exit status %d" % os.WEXITSTATUS(status)
+
+
+class _Relay:
+    """The parent's check of one child's records: the kinds and fields
+    above, about module mi and calls lo..hi only, each step in turn."""
+
+    def __init__(self, plan, ch, lo, hi, mi, skip, acks):
+        self.plan, self.ch, self.lo, self.hi, self.mi, self.skip = plan, ch, lo, hi, mi, skip
+        self.acks = acks
+        self.step = None  # "import" or "call" while one runs
+        self.call = lo - 1
+        self.imported = False
+        self.failed = False  # the import raised
+        self.ended = False
+        self.tampered = ""
+
+    def run(self, r, pid):
+        """Relays until the child ends; returns its wait status."""
+        os.set_blocking(r, False)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        buf = b""
+        status = None
+        try:
+            while status is None and not self.tampered:
+                events = dict(poller.poll(None if pidfd is not None else 50))
+                eof = False
+                while True:
+                    try:
+                        data = os.read(r, 1 << 16)
+                    except BlockingIOError:
+                        break
+                    if not data:
+                        eof = True
+                        break
+                    buf = self._lines(buf + data)
+                    if self.tampered:
+                        break
+                if self.tampered:
+                    break
+                if eof or pidfd in events or pidfd is None:
+                    got, st = os.waitpid(pid, 0 if eof or pidfd in events else os.WNOHANG)
+                    if got:
+                        status = st
+                    elif eof:
+                        status = os.waitpid(pid, 0)[1]
+                if status is not None and not self.tampered:
+                    # It is gone; read what it wrote last.
+                    while True:
+                        try:
+                            data = os.read(r, 1 << 16)
+                        except BlockingIOError:
+                            break
+                        if not data:
+                            break
+                        buf = self._lines(buf + data)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        if status is None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            status = os.waitpid(pid, 0)[1]
+        return status
+
+    def _lines(self, buf):
+        while not self.tampered and not self.ended:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                if len(buf) > MAX_RECORD:
+                    self.tampered = "wrote a record longer than %d bytes to its channel" % MAX_RECORD
+                return buf
+            line, buf = buf[:nl], buf[nl + 1:]
+            self._one(line)
+        return b""
+
+    def _one(self, line):
+        try:
+            rec = json.loads(line)
+            kind = rec["k"]
+            fields = _CHILD_FIELDS[kind]
+        except (ValueError, KeyError, TypeError):
+            self.tampered = "wrote to its record channel"
+            return
+        out = {"k": kind}
+        for key, value in rec.items():
+            if key == "k":
+                continue
+            want = fields.get(key)
+            if want is None or type(value) is not want:
+                self.tampered = "wrote a record field it may not (%s)" % key[:40]
+                return
+            out[key] = value
+        if not self._in_turn(kind, out):
+            self.tampered = "wrote a record out of turn (%s)" % kind
+            return
+        if kind != "end":
+            self.ch.send(out)
+        if kind in ("is", "s"):
+            try:
+                os.write(self.acks, b".")
+            except OSError:
+                pass
+
+    def _in_turn(self, kind, rec):
+        calls, functions = self.plan["calls"], self.plan["functions"]
+        if kind == "is":
+            ok = self.step is None and not self.imported and rec.get("m") == self.mi
+            self.step = "import" if ok else self.step
+            return ok
+        if kind in ("id", "if"):
+            ok = self.step == "import" and rec.get("m") == self.mi
+            if ok:
+                self.step, self.imported = None, True
+                self.failed = kind == "if"
+            return ok
+        if kind == "s":
+            i = rec.get("i")
+            ok = (self.step is None and self.imported and i is not None and self.call < i < self.hi
+                  and i >= self.lo and calls[i][0] not in self.skip
+                  and functions[calls[i][0]]["module"] == self.mi)
+            if ok:
+                self.step, self.call = "call", i
+            return ok
+        if kind in ("r", "nc"):
+            ok = self.step == "call" and rec.get("i") == self.call
+            if ok:
+                self.step = None
+                if kind == "nc":
+                    self.skip.add(calls[self.call][0])
+            return ok
+        if kind == "end":
+            ok = self.step is None
+            self.ended = ok
+            return ok
+        return False
+
+
+def run_calls(plan, ch, lo, hi, skip):
     """Calls plan["calls"][lo:hi] in order, importing each module at its
     first call, streaming a start and a result record per call."""
     state = ProcessState()
     modules = plan["modules"]
     loaded = {}
-    skip = set(plan.get("skip", []))
+    skip = set(skip)
     calls = plan["calls"]
     functions = plan["functions"]
     for idx in range(lo, hi):
@@ -832,7 +1124,7 @@ def run_calls(plan, ch, lo, hi):
         fn = functions[fi]
         mi = fn["module"]
         if mi not in loaded:
-            ch.send({"k": "is", "m": mi})
+            ch.step({"k": "is", "m": mi})
             loaded[mi] = _import(modules[mi])
             state.after_import()
             state.restore()
@@ -845,7 +1137,7 @@ def run_calls(plan, ch, lo, hi):
             continue
         # The start goes first: looking the name up can run scanned code
         # (a module __getattr__), and that must be under the call's limit.
-        ch.send({"k": "s", "i": idx})
+        ch.step({"k": "s", "i": idx})
         try:
             target = getattr(mod, fn["name"], _UNBOUND)
         except BaseException as e:
@@ -1203,10 +1495,12 @@ def _flush_streams():
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("discover", "probe", "posture"):
-        sys.stderr.write("usage: worker.py discover|probe|posture REQUEST.json\n")
+    if len(argv) != 2 or argv[1] not in ("discover", "probe", "posture"):
+        sys.stderr.write("usage: worker.py discover|probe|posture 4<REQUEST.json\n")
         return 2
-    with open(argv[2], encoding="utf-8") as fh:
+    # The request comes on fd 4, which no path leads to; closed before
+    # anything scanned runs.
+    with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:
         req = json.load(fh)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     if argv[1] == "discover":

@@ -106,13 +106,27 @@ type Job struct {
 	Binds   []Bind
 	Masks   []Mask
 	Records *os.File // the write end of the record channel, fd 3 inside
-	Stdout  io.Writer
-	Stderr  io.Writer
+	// Input, when set, is the job's request, readable as fd 4 inside and
+	// nowhere else: no path inside the sandbox leads to it, so what the
+	// worker reads from it (the plan, the nonce) is gone for the scanned
+	// code once the worker has closed it.
+	Input  *os.File
+	Stdout io.Writer
+	Stderr io.Writer
 	// Scratch is a host directory the job may use for its own files; the
 	// host runtime puts the working directory and HOME under it.
 	Scratch string
 	Cond    Conditions
 	Limits  Limits
+}
+
+// Files are the descriptors a job's process gets above stdio: the record
+// channel as fd 3 and, when there is one, the input as fd 4.
+func (j *Job) Files() []*os.File {
+	if j.Input == nil {
+		return []*os.File{j.Records}
+	}
+	return []*os.File{j.Records, j.Input}
 }
 
 // Conditions are the container-level varied conditions of one run.

@@ -348,7 +348,7 @@ func Posture(t *testing.T, rt sandbox.Runtime, python string, userNS bool) {
 		t.Errorf("limits: %+v %+v", p.Rlimits, d.Limits)
 	}
 	allowed := map[string]bool{"HOME": true, "LANG": true, "LC_ALL": true, "LOCPATH": true, "PATH": true, "PWD": true,
-		"PYTHONDONTWRITEBYTECODE": true, "PYTHONHASHSEED": true, "TZ": true, "LD_PRELOAD": true, "FAKETIME": true,
+		"PYTHONDONTWRITEBYTECODE": true, "PYTHONHASHSEED": true, "PYTHONSAFEPATH": true, "TZ": true, "LD_PRELOAD": true, "FAKETIME": true,
 		"HOSTNAME": true} // Docker sets HOSTNAME itself
 	for _, e := range p.Env {
 		if !allowed[e] {

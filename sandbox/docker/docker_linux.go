@@ -109,10 +109,10 @@ var seccompOpt = func() string {
 	return "seccomp=" + string(b)
 }()
 
-// shim opens the record channel as fd 3, sets the umask, forks until the
-// next pid is the run's (see sandbox's pidShim), and runs the interpreter
-// as a child, so the shell stays pid 1.
-const shim = `exec 3>"$1" || exit 125; umask "$2"; t=$3; shift 3; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
+// shim opens the record channel as fd 3 and the input as fd 4, sets the
+// umask, forks until the next pid is the run's (see sandbox's pidShim),
+// and runs the interpreter as a child, so the shell stays pid 1.
+const shim = `exec 3>"$1" 4<"$2" || exit 125; umask "$3"; t=$4; shift 4; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
 
 // Run creates, starts, waits for and removes one container.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
@@ -124,12 +124,20 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err := os.Chmod(chanHost, 0o711); err != nil {
 		return nil, err
 	}
-	fifo := filepath.Join(chanHost, "records")
-	if err := syscall.Mkfifo(fifo, 0o622); err != nil {
-		return nil, fmt.Errorf("record channel: %w", err)
-	}
-	if err := os.Chmod(fifo, 0o622); err != nil {
-		return nil, err
+	// Docker passes no descriptors: the channel and the input are FIFOs in
+	// a folder bound into the container, unlinked as soon as the shim has
+	// opened both, so no path inside leads to them once the worker runs.
+	fifo, input := filepath.Join(chanHost, "records"), filepath.Join(chanHost, "input")
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{{fifo, 0o622}, {input, 0o644}} {
+		if err := syscall.Mkfifo(f.path, uint32(f.mode)); err != nil {
+			return nil, fmt.Errorf("record channel: %w", err)
+		}
+		if err := os.Chmod(f.path, f.mode); err != nil {
+			return nil, err
+		}
 	}
 
 	c := job.Cond
@@ -180,7 +188,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	umask := fmt.Sprintf("%04o", c.Umask)
 	// The image's own ENV (LANG, PYTHON_VERSION, GPG_KEY in the official
 	// images) must not reach the probe: env -i gives it exactly the job's.
-	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
+	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", chanDir + "/input", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
 	cmd = append(append(cmd, job.Env...), job.Argv...)
 	cfg := &container.Config{
 		Image: r.image, Cmd: cmd, Env: job.Env, WorkingDir: job.Dir, Hostname: c.Hostname,
@@ -207,20 +215,36 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		defer close(copied)
 		_, _ = stdcopy.StdCopy(job.Stdout, job.Stderr, att.Reader)
 	}()
-	// The FIFO's reader: opening blocks until the shim opens its end.
-	relayed := make(chan struct{})
+	// The FIFOs' ends: each open blocks until the shim opens the other end,
+	// records first. Once both are open both names go, and only then does
+	// the input flow, so the worker has read it only when no path is left.
+	relayed, opened := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
 		f, err := os.Open(fifo)
+		close(opened)
 		if err != nil {
 			return
 		}
 		defer f.Close()
 		_, _ = io.Copy(job.Records, f)
 	}()
+	go func() {
+		f, err := os.OpenFile(input, os.O_WRONLY, 0)
+		<-opened
+		os.Remove(fifo)
+		os.Remove(input)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if job.Input != nil {
+			_, _ = io.Copy(f, job.Input)
+		}
+	}()
 	waitC, errC := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		unblock(fifo)
+		unblock(fifo, input)
 		return nil, fmt.Errorf("docker: start: %v", firstLine(err.Error()))
 	}
 	exit := &sandbox.Exit{}
@@ -230,12 +254,12 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case err := <-errC:
 		cleanup.Do(ctx, 10*time.Second, func(kctx context.Context) { _ = r.cli.ContainerKill(kctx, id, "KILL") })
 		if ctx.Err() == nil {
-			unblock(fifo)
+			unblock(fifo, input)
 			return nil, fmt.Errorf("docker: wait: %v", firstLine(err.Error()))
 		}
 		exit.Signal = "SIGKILL"
 	}
-	unblock(fifo)
+	unblock(fifo, input)
 	<-relayed
 	select {
 	case <-copied:
@@ -249,10 +273,13 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	return exit, nil
 }
 
-// unblock releases a reader still waiting for the FIFO's writer (the
-// container ended, or never started, before opening it).
-func unblock(fifo string) {
+// unblock releases the FIFOs' ends still waiting for the shim (the
+// container ended, or never started, before opening them).
+func unblock(fifo, input string) {
 	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
+	if f, err := os.OpenFile(input, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 		f.Close()
 	}
 }

@@ -59,3 +59,10 @@ func TestContract(t *testing.T) {
 	testenv.Integration(t)
 	conformance.Contract(t, newRuntime(t), leftovers)
 }
+
+// TestIntegrity: a hostile module beside an honest one changes none of the
+// honest module's verdicts, technique by technique.
+func TestIntegrity(t *testing.T) {
+	testenv.Integration(t)
+	conformance.Integrity(t, newRuntime(t), "python3", "../../fixtures/integrity")
+}

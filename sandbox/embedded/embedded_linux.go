@@ -128,7 +128,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	defer devnull.Close()
 	proc.Stdin, proc.Stdout, proc.Stderr = devnull, job.Stdout, job.Stderr
-	proc.ExtraFiles = []*os.File{job.Records}
+	proc.ExtraFiles = job.Files()
 	if err := ctr.Run(proc); err != nil {
 		return nil, fmt.Errorf("start container: %w", err)
 	}

@@ -40,3 +40,9 @@ func TestDoctorPosture(t *testing.T) {
 func TestContract(t *testing.T) {
 	conformance.Contract(t, newRuntime(t), leftovers)
 }
+
+// TestIntegrity: a hostile module beside an honest one changes none of the
+// honest module's verdicts, technique by technique.
+func TestIntegrity(t *testing.T) {
+	conformance.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
+}

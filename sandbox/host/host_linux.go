@@ -95,7 +95,7 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	cmd.Dir = cwd
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
-	cmd.ExtraFiles = []*os.File{job.Records}
+	cmd.ExtraFiles = job.Files()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
@@ -97,7 +98,7 @@ func (s *session) runtime(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // Run writes the job's bundle and runs it with `<runtime> run`, passing
-// the record channel as fd 3 (--preserve-fds 1).
+// the record channel as fd 3 and the input as fd 4 (--preserve-fds).
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
 	r, cs := s, s.cs
 	if err := cs.Ensure(job); err != nil {
@@ -122,12 +123,12 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	// the probe's too, and what the scanned code prints must never pass
 	// for the runtime failing.
 	logPath := filepath.Join(job.Scratch, "runtime.log")
-	args := []string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json", "run", "--bundle", bundle, "--preserve-fds", "1"}
+	args := []string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json", "run", "--bundle", bundle, "--preserve-fds", strconv.Itoa(len(job.Files()))}
 	args = append(append(args, s.keep...), job.ID)
 	cmd := exec.Command(r.binary, args...)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
-	cmd.ExtraFiles = []*os.File{job.Records}
+	cmd.ExtraFiles = job.Files()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {

@@ -66,3 +66,9 @@ func TestRuntimeWithoutPreserveFdsIsRefusedEarly(t *testing.T) {
 		t.Fatalf("want a one-line refusal naming --preserve-fds, got %v", err)
 	}
 }
+
+// TestIntegrity: a hostile module beside an honest one changes none of the
+// honest module's verdicts, technique by technique.
+func TestIntegrity(t *testing.T) {
+	conformance.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
+}

@@ -57,7 +57,13 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		Files    []reqFile `json:"files"`
 		Openers  []string  `json:"openers"`
 		MaxArity int       `json:"max_arity"`
+		// On the host runtime, which has no cgroup, discovery's memory
+		// is bounded by the worker's own address-space limit.
+		ASLimit int64 `json:"address_space_limit,omitempty"`
 	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity}
+	if !s.opts.Runtime.Isolated() {
+		req.ASLimit = s.opts.Limits.MemoryBytes
+	}
 	for _, f := range files {
 		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
 	}

@@ -550,6 +550,9 @@ class Channel:
 def discover(req):
     global OPENERS
     ch = Channel(req.get("nonce", ""))
+    limit = req.get("address_space_limit")
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if req.get("openers"):
         OPENERS = set(req["openers"])
     max_arity = req.get("max_arity", MAX_ARITY)

@@ -35,6 +35,12 @@ type Policy struct {
 	// MemorySwap says whether the host accounts swap with memory (v1
 	// memsw, or v2), so that the limit can also forbid swapping.
 	MemorySwap bool
+	// Rootless is the policy for a user without root: a user namespace
+	// that maps one id, the caller's own, as the container's root (which
+	// the probe runs as, with no capabilities), no cgroups, and rlimits in
+	// their place (address space for memory, processes for pids; the CPU
+	// set through the process's affinity).
+	Rootless bool
 }
 
 // topLevelLibDirs are symlinks into /usr on a merged-/usr system and real
@@ -149,11 +155,21 @@ func roBind(src, dst string) specs.Mount {
 // reaches the run's floor; the interpreter is the next fork. The shell
 // stays pid 1 and reports the interpreter's exit status (128+n for a
 // signal, which DecodeShimStatus turns back).
-const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
+//
+// The shell closes the record channel and the input once the job has them:
+// a probe could otherwise open them again through /proc/1/fd.
+const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&-; wait $p; exit $?`
+
+// asShim limits the address space of the job it then becomes (in KiB):
+// the rootless policy's memory limit.
+const asShim = `ulimit -v "$1" || exit 125; shift; exec "$@"`
 
 // Spec builds the OCI runtime spec of one job.
 func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	cond := job.Cond
+	if p.Rootless {
+		cond.UID, cond.GID = 0, 0 // the one id mapped (see below)
+	}
 	umask := cond.Umask
 	home := cond.Home
 	if home == "" {
@@ -204,10 +220,31 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 		{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.CgroupNamespace},
 	}
 	var uidMap, gidMap []specs.LinuxIDMapping
-	if p.UserNS {
+	switch {
+	case p.Rootless:
+		// One id each, the caller's own: libcontainer wants the
+		// container's root mapped, and a user without root has no other
+		// id to give.
+		ns = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace})
+		uidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getuid()), Size: 1}}
+		gidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getgid()), Size: 1}}
+	case p.UserNS:
 		ns = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace})
 		uidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.HostIDBase, Size: 65536}}
 		gidMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.HostIDBase, Size: 65536}}
+	}
+	rlimits := []specs.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+	}
+	if p.Rootless {
+		// Counted per user namespace (Linux 5.14 on), so only the probe's
+		// own processes count against the pids limit. The address space
+		// is limited by the shell that starts the job (asShim), not here:
+		// libcontainer's init would run under it too.
+		if n := job.Limits.Pids; n > 0 {
+			rlimits = append(rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(n), Soft: uint64(n)})
+		}
 	}
 
 	res := &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}
@@ -233,6 +270,9 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	if cond.PidFloor > 0 {
 		args = append([]string{"/bin/sh", "-c", pidShim, "sh", strconv.Itoa(cond.PidFloor)}, job.Argv...)
 	}
+	if m := job.Limits.MemoryBytes; p.Rootless && m > 0 {
+		args = append([]string{"/bin/sh", "-c", asShim, "sh", strconv.FormatInt(m>>10, 10)}, args...)
+	}
 	spec := &specs.Spec{
 		Version: specs.Version,
 		Root:    &specs.Root{Path: p.Rootfs, Readonly: true},
@@ -245,10 +285,7 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 			// profile reads the bounding set.
 			Capabilities:    &specs.LinuxCapabilities{},
 			NoNewPrivileges: true,
-			Rlimits: []specs.POSIXRlimit{
-				{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
-				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
-			},
+			Rlimits:         rlimits,
 		},
 		Hostname: cond.Hostname,
 		Mounts:   mounts,
@@ -265,6 +302,14 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 			},
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		},
+	}
+	if p.Rootless {
+		// The probe is the namespace's root here, and would own /dev.
+		spec.Linux.ReadonlyPaths = append(spec.Linux.ReadonlyPaths, "/dev")
+		spec.Linux.CgroupsPath, spec.Linux.Resources = "", nil
+		if cond.CPUs != "" {
+			spec.Process.ExecCPUAffinity = &specs.CPUAffinity{Initial: cond.CPUs, Final: cond.CPUs}
+		}
 	}
 	if p.Seccomp {
 		sc, err := mobyseccomp.GetDefaultProfile(spec)

@@ -48,6 +48,13 @@ type ImageRuntime interface {
 	InImage() bool
 }
 
+// RlimitRuntime is a runtime that holds a process to its limits with
+// rlimits rather than cgroups (rootless): memory runs out as a failed
+// allocation, not as a kill by the OOM killer.
+type RlimitRuntime interface {
+	LimitsByRlimit() bool
+}
+
 // Ending gives a session its End: end runs once, however often End is
 // called. A session embeds it.
 type Ending struct {

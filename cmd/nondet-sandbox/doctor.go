@@ -28,6 +28,7 @@ func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) e
 	if opts.format != "text" && opts.format != "json" {
 		return usageErrorf("--format %q: choose text or json", opts.format)
 	}
+	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts)
 	if err != nil {
 		return err

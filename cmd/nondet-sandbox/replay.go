@@ -55,6 +55,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if !pythonSet && rep.Python != "" {
 		opts.python = rep.Python
 	}
+	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.runOptions)
 	if err != nil {
 		return err

@@ -3,25 +3,27 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/nondet-sandbox/nondet-sandbox/report"
-	"golang.org/x/term"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/rootless"
 )
 
 type runOptions struct {
@@ -46,6 +48,7 @@ type runOptions struct {
 	image       string
 	smellRuns   int
 	orderFree   []string
+	notes       io.Writer // where --runtime auto says what it chose instead (standard error)
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -56,7 +59,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "embedded", "where probes run: embedded (containers made in-process), oci (an external OCI runtime), docker (the Docker engine), host (no isolation)")
+	fs.StringVar(&o.runtimeName, "runtime", "auto", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker, host last")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
 	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with make image)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
@@ -106,8 +109,18 @@ func closeRuntime(rt sandbox.Runtime) {
 // newRuntime maps --runtime to a backend; closeRuntime releases it.
 func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime, error) {
 	switch name {
+	case "auto":
+		return autoRuntime(ctx, o)
 	case "host":
 		return host.New(), nil
+	case "rootless":
+		ro := rootless.DefaultOptions()
+		ro.Seccomp = o.seccomp
+		rt, err := rootless.New(ro)
+		if err != nil {
+			return nil, engine.Unavailable(err)
+		}
+		return rt, nil
 	case "embedded":
 		eo := embedded.DefaultOptions()
 		eo.Seccomp, eo.UserNS = o.seccomp, o.userns
@@ -131,7 +144,32 @@ func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime
 		}
 		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose embedded, oci, docker or host", name)
+	return nil, usageErrorf("unknown runtime %q; choose auto, embedded, rootless, oci, docker or host", name)
+}
+
+// autoRuntime is the strongest sandbox this machine gives the caller:
+// embedded for root, rootless for anyone, then Docker; the host runtime,
+// which is no sandbox, only when none of them can run, and it says so.
+func autoRuntime(ctx context.Context, o runOptions) (sandbox.Runtime, error) {
+	order := []string{"rootless", "docker"}
+	if os.Geteuid() == 0 {
+		order = []string{"embedded", "rootless", "docker"}
+	}
+	var why []string
+	for _, name := range order {
+		rt, err := newRuntime(ctx, name, o)
+		if err == nil {
+			if len(why) > 0 && o.notes != nil {
+				fmt.Fprintf(o.notes, "nondet-sandbox: --runtime auto chose %s (%s)\n", name, strings.Join(why, "; "))
+			}
+			return rt, nil
+		}
+		why = append(why, name+": "+err.Error())
+	}
+	if o.notes != nil {
+		fmt.Fprintf(o.notes, "nondet-sandbox: --runtime auto found no sandbox (%s); probes run on the host\n", strings.Join(why, "; "))
+	}
+	return host.New(), nil
 }
 
 func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }
@@ -146,6 +184,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.jobs < 1 {
 		return usageErrorf("--jobs %d: at least 1", opts.jobs)
 	}
+	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts)
 	if err != nil {
 		return err

@@ -21,17 +21,19 @@ type Scan struct {
 	sandbox.Scan
 	Rootfs   string
 	StateDir string
+	// Rootless scans have no cgroups: their jobs get the rootless policy.
+	Rootless bool
 
 	mu   sync.Mutex
 	made map[string]bool
 }
 
 // Open makes the skeleton under the scan's scratch directory, the state
-// directory under stateRoot and the parent cgroup. end releases them (and
-// whatever cgroup levels the runtime made under the parent), and runs even
-// after ctx is cancelled.
-func Open(scan sandbox.Scan, stateRoot string) (*Scan, func(context.Context) error, error) {
-	s := &Scan{Scan: scan, made: map[string]bool{}}
+// directory under stateRoot and, unless rootless, the parent cgroup. end
+// releases them (and whatever cgroup levels the runtime made under the
+// parent), and runs even after ctx is cancelled.
+func Open(scan sandbox.Scan, stateRoot string, rootless bool) (*Scan, func(context.Context) error, error) {
+	s := &Scan{Scan: scan, Rootless: rootless, made: map[string]bool{}}
 	// The container's (mapped) root must be able to reach the skeleton.
 	if err := os.Chmod(scan.Scratch, 0o711); err != nil {
 		return nil, nil, err
@@ -43,6 +45,9 @@ func Open(scan sandbox.Scan, stateRoot string) (*Scan, func(context.Context) err
 	s.StateDir = filepath.Join(stateRoot, scan.ID)
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
+	}
+	if rootless {
+		return s, func(context.Context) error { return os.RemoveAll(s.StateDir) }, nil
 	}
 	parent, err := cgroupscan.NewParent(scan)
 	if err != nil {
@@ -89,6 +94,9 @@ func (s *Scan) Ensure(job *sandbox.Job) error {
 
 // Policy is the sandbox policy for one of this scan's jobs.
 func (s *Scan) Policy(job *sandbox.Job, userNS, seccomp bool) *sandbox.Policy {
+	if s.Rootless {
+		return &sandbox.Policy{Rootfs: s.Rootfs, Rootless: true, Seccomp: seccomp}
+	}
 	return &sandbox.Policy{
 		Rootfs: s.Rootfs, UserNS: userNS, HostIDBase: 100000, Seccomp: seccomp,
 		CgroupsPath: cgroupscan.JobPath(s.ID, job.ID), MemorySwap: cgroupscan.MemorySwap(),

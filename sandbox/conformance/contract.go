@@ -43,6 +43,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 	}
 	t.Cleanup(func() { _ = sess.End(context.Background()) })
 	seq := 0
+	var input *os.File // the next job's input, if any
 	run := func(ctx context.Context, script string, env ...string) (*sandbox.Exit, string, error) {
 		seq++
 		jobScratch, err := os.MkdirTemp(scratch, "job-")
@@ -58,7 +59,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			ID:   scanlock.Prefix + scan.ID + "-contract-" + randHex(2),
 			Argv: []string{"/bin/sh", "-c", script},
 			Env:  append([]string{"PATH=/usr/bin:/bin", "HOME=/home/probe"}, env...),
-			Dir:  "/tmp", Records: w, Stdout: io.Discard, Stderr: io.Discard, Scratch: jobScratch,
+			Dir:  "/tmp", Records: w, Input: input, Stdout: io.Discard, Stderr: io.Discard, Scratch: jobScratch,
 			// A pid floor puts the runtime's shim at pid 1 and the job below
 			// it, as the engine's jobs are (pid 1 ignores signals it sent).
 			Cond: sandbox.Conditions{Hostname: "contract", UID: sandbox.ProbeUIDs[0], GID: sandbox.ProbeUIDs[0], Umask: 0o022,
@@ -109,6 +110,27 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			t.Fatalf("records %q, %v", recs, err)
 		}
 	})
+	t.Run("input as fd 4", func(t *testing.T) {
+		f, err := os.CreateTemp(scratch, "input-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		os.Remove(f.Name())
+		want := strings.Repeat("input-line\n", 20000) // more than a pipe holds
+		if _, err := f.WriteString(want); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		input = f
+		defer func() { input = nil }()
+		_, recs, err := run(context.Background(), "cat <&4 >&3")
+		if err != nil || recs != want {
+			t.Fatalf("read %d bytes of %d from fd 4, %v", len(recs), len(want), err)
+		}
+	})
 	t.Run("environment is the job's", func(t *testing.T) {
 		_, recs, err := run(context.Background(), "env >&3", "NONDET_CONTRACT=1")
 		if err != nil {
@@ -146,7 +168,14 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 	// job: the promise is a container runtime's.
 	memory := func(t *testing.T) {
 		// 400 MB in a shell variable against a 256 MB limit.
-		exit, _, err := run(context.Background(), `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x} >&3`)
+		exit, recs, err := run(context.Background(), `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x} >&3`)
+		if rl, ok := rt.(sandbox.RlimitRuntime); ok && rl.LimitsByRlimit() {
+			// The allocation fails: the shell cannot hold the string.
+			if err != nil || exit == nil || strings.Contains(recs, "400000000") {
+				t.Fatalf("exit %+v, %v, records %q; want the allocation refused", exit, err, recs)
+			}
+			return
+		}
 		if err != nil || exit == nil || !exit.OOMKilled {
 			t.Fatalf("exit %+v, %v; want killed for its memory", exit, err)
 		}

@@ -111,8 +111,10 @@ var seccompOpt = func() string {
 
 // shim opens the record channel as fd 3 and the input as fd 4, sets the
 // umask, forks until the next pid is the run's (see sandbox's pidShim),
-// and runs the interpreter as a child, so the shell stays pid 1.
-const shim = `exec 3>"$1" 4<"$2" || exit 125; umask "$3"; t=$4; shift 4; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?`
+// and runs the interpreter as a child, so the shell stays pid 1; it closes
+// both descriptors once the interpreter has them, so no probe reaches them
+// through /proc/1/fd.
+const shim = `exec 3>"$1" 4<"$2" || exit 125; umask "$3"; t=$4; shift 4; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&-; wait $p; exit $?`
 
 // Run creates, starts, waits for and removes one container.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {

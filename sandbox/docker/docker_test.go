@@ -40,7 +40,7 @@ func TestDoctorPosture(t *testing.T) {
 	testenv.Integration(t)
 	// The Docker engine maps no user namespace unless the daemon is
 	// configured to: the probe is a non-root user with no capabilities.
-	conformance.Posture(t, newRuntime(t), "python3", false)
+	conformance.Posture(t, newRuntime(t), "python3", conformance.Expect{CPUQuota: true})
 }
 
 // TestMissingImageSaysHowToBuildIt: a missing image is one line that says

@@ -47,6 +47,10 @@ type Options struct {
 	// Seccomp applies the Docker-like profile. A binary built without the
 	// seccomp tag refuses to run rather than run without it.
 	Seccomp bool
+	// Rootless runs as a user without root: libcontainer's rootless mode,
+	// a user namespace mapping only the caller's own uid, no cgroups
+	// (rlimits instead). The rootless runtime is this (sandbox/rootless).
+	Rootless bool
 }
 
 // DefaultOptions are the policy's defaults.
@@ -64,6 +68,9 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 // New returns the embedded runtime, or an error that says why it cannot
 // run here.
 func New(opts Options) (*Runtime, error) {
+	if opts.Rootless {
+		return newRootless(opts)
+	}
 	if os.Geteuid() != 0 {
 		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the embedded runtime needs root on this machine (user namespaces and cgroup delegation for other users are not supported yet); run as root, or use --runtime docker or --runtime host")
 	}
@@ -76,15 +83,33 @@ func New(opts Options) (*Runtime, error) {
 	return &Runtime{opts: opts}, nil
 }
 
-func (*Runtime) Name() string   { return "embedded" }
+func (r *Runtime) Name() string {
+	if r.opts.Rootless {
+		return "rootless"
+	}
+	return "embedded"
+}
 func (*Runtime) Isolated() bool { return true }
 
-func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
+// LimitsByRlimit is true in the rootless mode, which has no cgroups.
+func (r *Runtime) LimitsByRlimit() bool { return r.opts.Rootless }
+
+func (r *Runtime) Applies() []sandbox.Support {
+	out := sandbox.ContainerConditions()
+	if r.opts.Rootless {
+		for i := range out {
+			if out[i].Condition == sandbox.User {
+				out[i] = sandbox.Support{Condition: sandbox.User, Reason: "a user without root has one uid to map into the user namespace; the probe runs as its root, with no capabilities"}
+			}
+		}
+	}
+	return out
+}
 
 // Begin makes the scan's root skeleton, state directory and parent cgroup
 // with the scan-wide memory and pids ceiling.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
-	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
+	cs, end, err := containerscan.Open(scan, r.opts.StateRoot, r.opts.Rootless)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +133,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := containerConfig(job.ID, spec)
+	cfg, err := containerConfig(job.ID, spec, s.opts.Rootless)
 	if err != nil {
 		return nil, fmt.Errorf("container config: %w", err)
 	}
@@ -179,10 +204,11 @@ var specconvMu sync.Mutex
 
 // containerConfig converts a spec, giving the config devices of its own so
 // that concurrent containers never share them.
-func containerConfig(id string, spec *specs.Spec) (*configs.Config, error) {
+func containerConfig(id string, spec *specs.Spec, rootless bool) (*configs.Config, error) {
 	specconvMu.Lock()
 	defer specconvMu.Unlock()
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec})
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec,
+		RootlessEUID: rootless, RootlessCgroups: rootless})
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +229,13 @@ func process(p *specs.Process) (*libcontainer.Process, error) {
 		lp.Capabilities = &configs.Capabilities{Bounding: c.Bounding, Effective: c.Effective,
 			Inheritable: c.Inheritable, Permitted: c.Permitted, Ambient: c.Ambient}
 	}
+	if p.ExecCPUAffinity != nil {
+		aff, err := configs.ConvertCPUAffinity(p.ExecCPUAffinity)
+		if err != nil {
+			return nil, err
+		}
+		lp.CPUAffinity = aff
+	}
 	for _, rl := range p.Rlimits {
 		t, ok := rlimits[rl.Type]
 		if !ok {
@@ -213,7 +246,8 @@ func process(p *specs.Process) (*libcontainer.Process, error) {
 	return lp, nil
 }
 
-var rlimits = map[string]int{"RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_CORE": unix.RLIMIT_CORE}
+var rlimits = map[string]int{"RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_CORE": unix.RLIMIT_CORE,
+	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_NPROC": unix.RLIMIT_NPROC}
 
 // Sweep destroys the containers, cgroups and state directories of scans
 // that no longer run.

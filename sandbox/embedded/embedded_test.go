@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 // TestDoctorPosture asserts each item of the sandbox's posture as a probe
 // sees it from inside.
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t), true)
+	conformance.Posture(t, newRuntime(t), testenv.Python(t), conformance.Expect{UIDMap: "0 100000 ", CPUQuota: true})
 }
 
 // TestContract checks each promise of the runtime interface.

@@ -79,7 +79,7 @@ func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions
 // Begin makes the root skeleton, the runtime's state directory and the
 // scan's parent cgroup.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
-	cs, end, err := containerscan.Open(scan, r.opts.StateRoot)
+	cs, end, err := containerscan.Open(scan, r.opts.StateRoot, false)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t), true)
+	conformance.Posture(t, newRuntime(t), testenv.Python(t), conformance.Expect{UIDMap: "0 100000 ", CPUQuota: true})
 }
 
 func TestMissingBinarySaysWhatToDo(t *testing.T) {

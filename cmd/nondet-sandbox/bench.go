@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -18,20 +24,33 @@ import (
 )
 
 type benchOptions struct {
-	runtimes string
-	repeat   int
-	python   string
-	runs     int
-	jobs     int
+	runtimes  string
+	repeat    int
+	python    string
+	runs      int
+	jobs      int
+	synthetic string
 }
+
+//go:embed floor.py
+var floorSource []byte
 
 func newBenchCommand() *cobra.Command {
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench [PATH...]",
-		Short: "Time the scan of PATH (default fixtures/known.py) on several runtimes side by side",
+		Short: "Time the scan of PATH (default fixtures/known.py) or of a synthetic tree on several runtimes side by side",
+		Long: `Time the scan of PATH (default fixtures/known.py) on several runtimes side by
+side: median wall time, interpreters, calls, CPU per call (the scan's own
+process and the processes it waited for; a Docker container's are not
+counted) and the ratio to the first runtime.
+
+With --synthetic MODULESxFUNCTIONS (say 100x10) bench writes a synthetic tree
+of small pure functions itself, measures the floor of its calls in the same
+run (one interpreter, every call the scan makes, no sandbox, no records) and
+prints the microseconds each call costs above that floor.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			if len(args) == 0 && opts.synthetic == "" {
 				args = []string{"fixtures/known.py"}
 			}
 			return runBench(cmd.Context(), opts, args, cmd.OutOrStdout())
@@ -43,17 +62,82 @@ func newBenchCommand() *cobra.Command {
 	fs.StringVar(&opts.python, "python", "python3", "the Python interpreter")
 	fs.IntVar(&opts.runs, "runs", 3, "runs per shard")
 	fs.IntVar(&opts.jobs, "jobs", runtime.NumCPU(), "interpreters at once")
+	fs.StringVar(&opts.synthetic, "synthetic", "", "scan a synthetic tree of MODULESxFUNCTIONS (e.g. 100x10) instead of PATH, and measure the floor of its calls")
 	return cmd
 }
 
+// cpuTime is the CPU this process and the children it waited for used.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+// floor runs floor.py on the synthetic tree: CPU per call with no sandbox,
+// no records and no state restored.
+func floor(ctx context.Context, python, tree string) (calls int, perCall time.Duration, err error) {
+	dir, err := os.MkdirTemp("", "nondet-sandbox-floor-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "floor.py"), floorSource, 0o644); err != nil {
+		return 0, 0, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "worker.py"), engine.WorkerSource(), 0o644); err != nil {
+		return 0, 0, err
+	}
+	out, err := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, "floor.py"), tree, dir).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("floor: %v", err)
+	}
+	var f struct {
+		Calls int     `json:"calls"`
+		CPU   float64 `json:"cpu"`
+	}
+	if err := json.Unmarshal(out, &f); err != nil || f.Calls == 0 {
+		return 0, 0, fmt.Errorf("floor: unreadable answer %q", out)
+	}
+	return f.Calls, time.Duration(f.CPU / float64(f.Calls) * 1e9), nil
+}
+
 func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writer) error {
+	var floorPerCall time.Duration
+	if opts.synthetic != "" {
+		var m, f int
+		if n, err := fmt.Sscanf(opts.synthetic, "%dx%d", &m, &f); n != 2 || err != nil || m < 1 || f < 1 {
+			return usageErrorf("--synthetic %q: give MODULESxFUNCTIONS, such as 100x10", opts.synthetic)
+		}
+		dir, err := os.MkdirTemp("", "nondet-sandbox-synth-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+		nondet, err := writeSynthTree(dir, m, f)
+		if err != nil {
+			return err
+		}
+		calls, per, err := floor(ctx, opts.python, dir)
+		if err != nil {
+			return err
+		}
+		floorPerCall = per
+		fmt.Fprintf(out, "synthetic tree: %d modules, %d functions, %d nondeterministic; floor: %d calls, %.1f µs CPU per call\n",
+			m, m*f, nondet, calls, float64(per)/1e3)
+		args = []string{filepath.Join(dir, "synth")}
+	}
 	targets, err := parseTargets(args)
 	if err != nil {
 		return err
 	}
 	cache := cacheDir()
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tcalls/s\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
+	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tCPU µs/call\tabove floor\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
 		rt, err := newRuntime(ctx, name, runOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
@@ -61,10 +145,10 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 			return err
 		}
 		defer closeRuntime(rt)
-		var walls []time.Duration
+		var walls, cpus []time.Duration
 		var rep *engine.Report
 		for range opts.repeat {
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime()
 			rep, err = engine.Scan(ctx, engine.Options{
 				Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: 1,
 				CacheDir: cache, Limits: sandbox.Limits{},
@@ -72,15 +156,30 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 			if err != nil {
 				return fmt.Errorf("bench %s: %w", name, err)
 			}
-			walls = append(walls, time.Since(start))
+			walls, cpus = append(walls, time.Since(start)), append(cpus, cpuTime()-cpu)
 		}
 		slices.Sort(walls)
-		med := walls[len(walls)/2]
+		slices.Sort(cpus)
+		med, cpu := walls[len(walls)/2], cpus[len(cpus)/2]
 		if i == 0 {
 			base = med
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.2fx\n", name, med.Round(time.Millisecond), rep.Processes, rep.Calls,
-			float64(rep.Calls)/med.Seconds(), float64(med)/float64(base))
+		per := time.Duration(0)
+		if rep.Calls > 0 {
+			per = cpu / time.Duration(rep.Calls)
+		}
+		above := "-"
+		if floorPerCall > 0 {
+			above = fmt.Sprintf("%.1f", float64(per-floorPerCall)/1e3)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%.2fx\n", name, med.Round(time.Millisecond), rep.Processes, rep.Calls,
+			float64(per)/1e3, above, float64(med)/float64(base))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var self syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	fmt.Fprintf(out, "engine peak RSS: %.0f MB\n", float64(self.Maxrss)/1024)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,8 @@ type jobOutcome struct {
 	exit     *sandbox.Exit
 	stderr   *tailBuffer
 	stdout   int64
-	watchdog bool // killed by the engine's per-call or per-job limit
+	watchdog bool  // killed by the engine's per-call or per-job limit
+	mark     int64 // the last call the worker marked as starting, or -1
 }
 
 func (o *jobOutcome) describe() string {
@@ -71,7 +73,9 @@ func (w *watchdog) arm(d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.timer != nil {
-		w.timer.Stop()
+		// One timer for the job, moved on: arming happens per record.
+		w.timer.Reset(d)
+		return
 	}
 	w.timer = time.AfterFunc(d, func() {
 		w.mu.Lock()
@@ -176,7 +180,12 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		return nil, err
 	}
 	defer r.Close()
-	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}}
+	mr, mw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer mr.Close()
+	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}, mark: -1}
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
@@ -187,20 +196,26 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		Masks:   s.masks,
 		Records: w,
 		Input:   input,
+		Marks:   mw,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
 		Cond:    containerConditions(rc),
 		Limits:  s.opts.Limits,
 	}
-	readDone := make(chan struct{})
+	readDone, marksDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(readDone)
 		readRecords(r, handle)
 	}()
+	go func() {
+		defer close(marksDone)
+		out.mark = readMarks(mr)
+	}()
 	s.processes.Add(1)
 	exit, err := s.session.Run(jobCtx, job)
 	w.Close()
+	mw.Close()
 	// The interpreter is gone; whatever it (or a leftover child holding the
 	// pipe) wrote is drained, but a child the runtime could not kill must
 	// not hold the scan.
@@ -209,6 +224,12 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 	case <-time.After(2 * time.Second):
 		r.Close()
 		<-readDone
+	}
+	select {
+	case <-marksDone:
+	case <-time.After(time.Second):
+		mr.Close()
+		<-marksDone
 	}
 	out.stdout = stdout.n
 	out.exit = exit
@@ -249,6 +270,28 @@ func requestFile(dir string, request any) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// readMarks reads the mark channel to its end: 8-byte little-endian call
+// indices, one per call started; it returns the last, or -1. Anything the
+// scanned code writes there is checked where the mark is used.
+func readMarks(r io.Reader) int64 {
+	last := int64(-1)
+	buf := make([]byte, 8<<10)
+	var frame [8]byte
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		for _, b := range buf[:k] {
+			frame[n] = b
+			if n++; n == 8 {
+				last, n = int64(binary.LittleEndian.Uint64(frame[:])), 0
+			}
+		}
+		if err != nil {
+			return last
+		}
+	}
 }
 
 // readRecords splits the channel into lines, dropping any line longer than

@@ -150,7 +150,16 @@ type workerPlan struct {
 	// runs each segment in a child forked before anything scanned is
 	// imported.
 	Segments []int `json:"segments,omitempty"`
+	// The limits the worker holds each call and import to, in seconds:
+	// it names the call that ran past its limit and goes on with the next.
+	CallTimeout   float64 `json:"call_timeout"`
+	ImportTimeout float64 `json:"import_timeout"`
 }
+
+// backstop is how long the engine waits past a step's own limit before it
+// ends the whole worker: the worker holds calls to their limit itself, so
+// this fires only when the worker itself is stuck (stopped by a signal).
+const backstop = 5 * time.Second
 
 // runShard drives one shard through one run. When a call hangs or kills
 // the interpreter, that call is named and a fresh interpreter resumes the
@@ -179,6 +188,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 	}
 	skip := map[int]bool{}
 	importTimeout := max(30*time.Second, 3*s.opts.CallTimeout)
+	plan.CallTimeout, plan.ImportTimeout = s.opts.CallTimeout.Seconds(), importTimeout.Seconds()
 	set := func(fi, ri int, o outcome) { res.calls[sh.Probes[fi].Index][ri][run] = o }
 
 	for attempt := 0; plan.Start < len(plan.Calls); attempt++ {
@@ -189,7 +199,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 		slices.Sort(plan.Skip)
 		wd := &watchdog{}
 		sink := &shardRun{s: s, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
-		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout, importTimeout)
+		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout+backstop, importTimeout+backstop)
 		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -197,7 +207,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			}
 			return
 		}
-		current, curMod, last, forged, between := rr.current, rr.module, rr.last, rr.forged, rr.between()
+		current, curMod, last, forged, between := rr.current, rr.module, rr.last, rr.forged, rr.between(out.mark)
 		if forged >= 0 {
 			// Drop what was recorded from the forger's call on, name it,
 			// and resume after it in a fresh interpreter.
@@ -245,16 +255,16 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			}
 			plan.Start = last + 1
 		case between >= 0:
-			// A module's process may end the worker between its calls:
-			// that module's next call is charged and the rest of the
-			// module is not run again.
-			detail := "its module's process ended the worker between calls (" + out.describe() + ")"
-			rr.sink.lost(between, "crash", detail)
-			for fi, p := range sh.Probes {
-				if p.Module == sh.Probes[plan.Calls[between][0]].Module {
-					skip[fi] = true
-				}
+			// The worker died in a call of a module's process (it may have
+			// killed the worker's parent): the call it marked is charged,
+			// and the calls before it whose answers died with the process
+			// run again.
+			kind, detail := "crash", "killed its interpreter ("+out.describe()+")"
+			if out.watchdog {
+				kind, detail = "timeout", fmt.Sprintf("ran past the %s call limit", s.opts.CallTimeout)
 			}
+			rr.sink.lost(between, kind, detail)
+			skip[plan.Calls[between][0]] = true
 			plan.Start = last + 1
 		default:
 			if last+1 == plan.Start {
@@ -321,7 +331,11 @@ func (a *shardRun) tampered(call int, why string) {
 
 func (a *shardRun) lost(call int, kind, detail string) {
 	p, ri := a.probeOf(call), a.plan.Calls[call][1]
-	a.res.calls[p.Index][ri][a.run] = outcome{kind: crashed, detail: detail}
+	o := outcome{kind: crashed, detail: detail}
+	if kind == "timeout" {
+		o.kind = timedOut
+	}
+	a.res.calls[p.Index][ri][a.run] = o
 	a.res.event(p.Index, Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})
 }
 

@@ -16,17 +16,21 @@ import (
 //	is      probe     m                              importing plan module m starts
 //	id      probe     m                              module m imported
 //	if      probe     m err                          module m's import raised err
-//	s       probe     i                              call i of the plan starts
 //	r       probe     i v o x th b v2                call i's answer: v canonical, o with sets
 //	                                                 sorted, x why it has no canonical form,
 //	                                                 th threads left running, b the breaker that
 //	                                                 fired and v2 its second answer
 //	nc      probe     i why                          call i's function is not callable
-//	gone    probe     m why t                        module m's child died (or, t, wrote what it
-//	                                                 may not) in the step in progress: the call,
-//	                                                 the import, or between calls (the rest of the
-//	                                                 module's calls are not made)
+//	gone    probe     m i why t to                   module m's process died (t: was ended for
+//	                                                 writing what it may not; to: ran past its
+//	                                                 limit) in call i, in its import, or (no i)
+//	                                                 between calls: the rest of the module's
+//	                                                 calls are not made
 //	done    all       -                              the worker finished the plan
+//
+// A call's start is not a record: the worker's parent reads it from memory
+// it shares with the module's process, so it names the call a process dies
+// or hangs in; results come in batches, each in turn.
 type recordKind string
 
 const (
@@ -36,7 +40,6 @@ const (
 	kindImportStart  recordKind = "is"
 	kindImported     recordKind = "id"
 	kindImportFailed recordKind = "if"
-	kindStart        recordKind = "s"
 	kindResult       recordKind = "r"
 	kindNotCallable  recordKind = "nc"
 	kindGone         recordKind = "gone"
@@ -58,6 +61,7 @@ type record struct {
 	Breaker   string     `json:"b"`
 	Value2    string     `json:"v2"`
 	Tampered  bool       `json:"t"`
+	TimedOut  bool       `json:"to"`
 }
 
 // shardSink is what the record reader's verdicts on records do: a fake in
@@ -130,8 +134,6 @@ func (r *recordReader) handle(line []byte) {
 	}
 	ok := false
 	switch rec.Kind {
-	case kindStart:
-		ok = r.start(rec)
 	case kindResult:
 		ok = r.result(rec)
 	case kindImportStart:
@@ -150,17 +152,18 @@ func (r *recordReader) handle(line []byte) {
 	}
 }
 
-func (r *recordReader) start(rec record) bool {
+// begin takes the call a record is about as the one in progress: it must
+// be the next planned call.
+func (r *recordReader) begin(rec record) bool {
 	if !r.idle() || !is(rec.Call, r.next()) {
 		return false
 	}
 	r.current = *rec.Call
-	r.sink.arm(r.callTimeout)
 	return true
 }
 
 func (r *recordReader) result(rec record) bool {
-	if r.current < 0 || !is(rec.Call, r.current) {
+	if !r.begin(rec) {
 		return false
 	}
 	r.sink.answered(r.current, rec)
@@ -200,7 +203,7 @@ func (r *recordReader) imported(rec record) bool {
 }
 
 func (r *recordReader) notCallable(rec record) bool {
-	if r.current < 0 || !is(rec.Call, r.current) {
+	if !r.begin(rec) {
 		return false
 	}
 	r.sink.notCallable(r.current, rec.Why)
@@ -215,19 +218,33 @@ func (r *recordReader) notCallable(rec record) bool {
 // goes on after the call, or with the next module.
 func (r *recordReader) gone(rec record) bool {
 	kind, detail := "crash", "killed its interpreter ("+rec.Why+")"
-	if rec.Tampered {
+	switch {
+	case rec.Tampered:
 		kind, detail = "tampered", rec.Why+"; its module's process was ended"
+	case rec.TimedOut:
+		kind, detail = "timeout", rec.Why
 	}
 	switch {
-	case r.current >= 0:
-		r.sink.lost(r.current, kind, detail)
-		r.skip[r.plan.Calls[r.current][0]] = true
-		r.endCall()
+	case rec.Call != nil:
+		// A call it died in: at or after the next one the engine has no
+		// answer for (answers queued in the process died with it), and
+		// of module m.
+		i := *rec.Call
+		if !r.idle() || rec.Module == nil || i < r.next() || i >= len(r.plan.Calls) || r.moduleOf(i) != *rec.Module || r.skip[r.plan.Calls[i][0]] {
+			return false
+		}
+		r.sink.lost(i, kind, detail)
+		r.skip[r.plan.Calls[i][0]] = true
 	case r.module >= 0:
 		if !is(rec.Module, r.module) {
 			return false
 		}
-		r.sink.importFailed(r.module, "import "+detail)
+		if rec.TimedOut {
+			detail = rec.Why
+		} else {
+			detail = "import " + detail
+		}
+		r.sink.importFailed(r.module, detail)
 		r.failedMods[r.module] = true
 		r.module = -1
 	default:
@@ -249,14 +266,22 @@ func (r *recordReader) gone(rec record) bool {
 	return true
 }
 
-// between is the call to charge when the worker died while no step ran
-// but a module's process was alive: that module's next call, when it has
-// one (it may have killed the worker between its calls); -1 otherwise.
-func (r *recordReader) between() int {
+// between is the call to charge when the worker died while no step was
+// on record but a module's process was alive: the call the worker last
+// marked as starting, when it is one of that module's calls not yet
+// answered (the module may have killed the worker's parent from it); else
+// that module's next call, when it has one; -1 otherwise.
+func (r *recordReader) between(mark int64) int {
 	if r.stretch < 0 || !r.idle() {
 		return -1
 	}
-	if n := r.next(); n < len(r.plan.Calls) && r.moduleOf(n) == r.stretch {
+	n := r.next()
+	if mark >= int64(n) && mark < int64(len(r.plan.Calls)) {
+		if i := int(mark); r.moduleOf(i) == r.stretch && !r.skip[r.plan.Calls[i][0]] {
+			return i
+		}
+	}
+	if n < len(r.plan.Calls) && r.moduleOf(n) == r.stretch {
 		return n
 	}
 	return -1

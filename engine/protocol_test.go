@@ -55,11 +55,11 @@ func answers(events []string) []string {
 func TestRecordReader(t *testing.T) {
 	honest := []string{
 		`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-		`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`,
-		`{"n":"N","k":"s","i":1}`, `{"n":"N","k":"r","i":1,"v":"V:2"}`,
+		`{"n":"N","k":"r","i":0,"v":"V:1"}`,
+		`{"n":"N","k":"r","i":1,"v":"V:2"}`,
 		`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`,
-		`{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`,
-		`{"n":"N","k":"s","i":3}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+		`{"n":"N","k":"r","i":2,"v":"V:3"}`,
+		`{"n":"N","k":"r","i":3,"v":"V:4"}`,
 		`{"n":"N","k":"done"}`,
 	}
 	cases := []struct {
@@ -72,35 +72,41 @@ func TestRecordReader(t *testing.T) {
 		{"an honest worker", honest, []string{"answer 0 V:1", "answer 1 V:2", "answer 2 V:3", "answer 3 V:4"}, true, -1},
 		{"done before the last call", append(slices.Clone(honest[:6]), `{"n":"N","k":"done"}`),
 			[]string{"answer 0 V:1", "answer 1 V:2"}, false, -1},
-		{"a result for another call", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":1,"v":"V:9"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
-			[]string{"tampered 0", "answer 0 V:1"}, false, -1},
-		{"a wrong nonce during a call, named once", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"s","i":0}`, `{"n":"X","k":"r","i":0}`, `garbage`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
-			[]string{"tampered 0", "answer 0 V:1"}, false, -1},
+		{"a result out of turn is dropped", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"r","i":1,"v":"V:9"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"answer 0 V:1"}, false, -1},
+		{"a wrong nonce or garbage is dropped", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"X","k":"r","i":0}`, `garbage`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"answer 0 V:1"}, false, -1},
 		{"a forger running ahead is caught by the real record", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:forged"}`, `{"n":"N","k":"s","i":1}`,
-			`{"n":"N","k":"r","i":1,"v":"V:forged"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"done"}`},
+			`{"n":"N","k":"r","i":0,"v":"V:forged"}`, `{"n":"N","k":"r","i":1,"v":"V:forged"}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"done"}`},
 			[]string{"answer 0 V:forged", "answer 1 V:forged", "kill"}, false, 0},
 		{"a failed import skips the module's calls", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"if","m":0,"err":"E"}`,
-			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"nc","i":2,"why":"x"}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"nc","i":2,"why":"x"}`,
 			`{"n":"N","k":"done"}`},
 			[]string{"import-failed 0 E", "not-callable 2"}, true, -1},
 		{"an import of the wrong module", []string{`{"n":"N","k":"is","m":1}`}, nil, false, -1},
 		{"a child dying in a call: the call is charged, the rest goes on", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"gone","m":0,"why":"killed by SIGSEGV"}`,
+			`{"n":"N","k":"gone","m":0,"i":0,"why":"killed by SIGSEGV"}`,
 			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`,
-			`{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"s","i":3}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+			`{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
 			`{"n":"N","k":"done"}`},
 			[]string{"lost 0 crash", "answer 2 V:3", "answer 3 V:4"}, true, -1},
 		{"a child dying in its import", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"gone","m":0,"why":"exit status 3"}`,
-			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
 			[]string{"import-failed 0 import killed its interpreter (exit status 3)", "answer 2 V:3"}, false, -1},
 		{"a child ended between calls for lying: its module's next call is charged", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"gone","m":0,"why":"wrote to its record channel","t":true}`,
-			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"s","i":2}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
+			`{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"gone","m":0,"why":"wrote to its record channel","t":true}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`},
 			[]string{"answer 0 V:1", "lost 1 tampered", "answer 2 V:3"}, false, -1},
 		{"gone for another module during an import", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"gone","m":1,"why":"exit status 3"}`}, nil, false, -1},
+		{"a call past its limit, after an answer that was queued and lost: the function is skipped", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"gone","m":0,"i":1,"why":"ran past the 1s call limit","to":true}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+			`{"n":"N","k":"done"}`},
+			[]string{"lost 1 timeout", "answer 2 V:3", "answer 3 V:4"}, true, -1},
+		{"gone naming another module's call", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"gone","m":0,"i":2,"why":"killed by SIGKILL"}`}, nil, false, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,29 +128,42 @@ func TestRecordReader(t *testing.T) {
 func TestRecordReaderArmsTheWatchdog(t *testing.T) {
 	sink := &fakeSink{}
 	r := newRecordReader(twoModules(), map[int]bool{}, sink, time.Second, 3*time.Second)
-	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`)
-	want := []string{"arm 3s", "arm 1s", "arm 1s", "answer 0 V:1", "arm 1s"}
+	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`)
+	want := []string{"arm 3s", "arm 1s", "answer 0 V:1", "arm 1s"}
 	if !slices.Equal(sink.events, want) {
 		t.Errorf("events %q, want %q", sink.events, want)
 	}
 }
 
-// TestRecordReaderBetweenCalls: when the worker dies while no step runs,
-// the module whose process was alive is charged, through its next call;
-// once its calls are done, nothing is.
+// TestRecordReaderBetweenCalls: when the worker dies while no step is on
+// record, the module whose process was alive is charged: the call it last
+// marked, if that is one of its unanswered calls, else its next call; once
+// its calls are done, nothing is.
 func TestRecordReaderBetweenCalls(t *testing.T) {
-	start := []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"s","i":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`}
-	r := newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
-	feed(r, start...)
-	if got := r.between(); got != 1 {
-		t.Errorf("between module 0's calls: charge %d, want 1", got)
+	plan := &workerPlan{Nonce: "N", Functions: []planFunction{{Module: 0}, {Module: 0}, {Module: 1}},
+		Calls: [][2]int{{0, 0}, {1, 0}, {1, 1}, {2, 0}}}
+	r := newRecordReader(plan, map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`)
+	for _, c := range []struct {
+		mark int64
+		want int
+	}{
+		{2, 2},  // marked, unanswered, its own: that call
+		{-1, 1}, // no mark: its next call
+		{0, 1},  // marked but answered already
+		{3, 1},  // another module's call: not believed
+		{99, 1}, // garbage
+	} {
+		if got := r.between(c.mark); got != c.want {
+			t.Errorf("mark %d: charge %d, want %d", c.mark, got, c.want)
+		}
 	}
-	feed(r, `{"n":"N","k":"s","i":1}`, `{"n":"N","k":"r","i":1,"v":"V:2"}`)
-	if got := r.between(); got != -1 {
+	feed(r, `{"n":"N","k":"r","i":1,"v":"V:2"}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`)
+	if got := r.between(2); got != -1 {
 		t.Errorf("after module 0's last call: charge %d, want none", got)
 	}
-	fresh := newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
-	if got := fresh.between(); got != -1 {
+	fresh := newRecordReader(plan, map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	if got := fresh.between(0); got != -1 {
 		t.Errorf("before any module: charge %d, want none", got)
 	}
 }

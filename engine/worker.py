@@ -31,17 +31,23 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
   is       probe     m                        importing plan module m starts
   id       probe     m                        module m imported
   if       probe     m err                    module m's import raised err
-  s        probe     i                        call i of the plan starts
   r        probe     i v o x th b v2          call i's answer: v canonical, o with sets
                                               sorted, x why it has no canonical form,
                                               th threads left running, b the breaker
                                               that fired and v2 its second answer
   nc       probe     i why                    call i's function is not callable
-  gone     probe     m why t                  module m's child died (or, t, wrote what
-                                              it may not) in the step in progress: the
-                                              call, the import, or between calls (the
-                                              rest of the module's calls are not made)
+  gone     probe     m i why t to             module m's process died (t: was ended for
+                                              writing what it may not; to: ran past its
+                                              limit) in call i, in its import, or (no i)
+                                              between calls: the rest of the module's
+                                              calls are not made
   done     all       -                        the worker finished the plan
+
+A call's start is not a record: the child marks it in memory it shares
+with the parent (CallMark), which names the call a child dies or hangs in
+and holds each call to its limit. Results go child -> parent -> engine in
+batches (FLUSH_RECORDS, FLUSH_SECONDS); only an import's start waits for the
+parent to have passed it on.
 
 A probe plan's "segments" split its calls into lone runs, a child each.
 """
@@ -50,6 +56,7 @@ import ast
 import copy
 import datetime as _dt
 import enum
+import gc
 import hashlib
 import io
 import json
@@ -57,8 +64,10 @@ import os
 import pathlib
 import re
 import select
+import struct
 import sys
 import threading
+import time
 import types
 
 # Everything the worker uses, imported before any scanned root is on
@@ -70,12 +79,14 @@ import fcntl  # noqa: E402,F401
 import importlib  # noqa: E402,F401
 import importlib.util  # noqa: E402,F401
 import locale  # noqa: E402,F401
+import mmap  # noqa: E402,F401
 import resource  # noqa: E402,F401
 import signal  # noqa: E402,F401
 import stat  # noqa: E402,F401
 
 RECORD_FD = 3
 REQUEST_FD = 4
+MARK_FD = 5
 # A call's answer longer than this is compared by digest and shown truncated.
 MAX_TEXT = 4096
 
@@ -298,6 +309,11 @@ def _typename(t):
     return name if mod in ("builtins", "", None) else mod + "." + name
 
 
+# json.dumps(s, ensure_ascii=False) for a str, without the encoder object
+# json.dumps builds on every call: the canonicaliser quotes every string.
+_quote = json.encoder.encode_basestring
+
+
 def canon_text(x, sort_sets=False, memo=None, dict_order=False):
     """Canonical text of a value. Dict key order is not semantic, list and
     tuple order is, a set is written in its iteration order (or sorted, when
@@ -333,7 +349,7 @@ def _canon(x, out, path, ctx):
         for mark in _LADDER_IDS:
             if mark in x:
                 x = x.replace(mark, "<ladder address>")
-        out.append(json.dumps(x, ensure_ascii=False))
+        out.append(_quote(x))
         return
     if t is bytes or t is bytearray:
         out.append(repr(x))
@@ -463,6 +479,10 @@ def _canon_container(x, t, out, path, ctx):
         out.append(")")
         return
     opening, closing = ("(", ")") if isinstance(x, tuple) else ("[", "]")
+    if (t is list or t is tuple) and x and _plain_strings(x):
+        # The common answer, a list of plain strings, in one pass.
+        out.append(opening + ",".join(map(_quote, x)) + ("," if t is tuple and len(x) == 1 else "") + closing)
+        return
     out.append(prefix + opening)
     for i, e in enumerate(x):
         if i:
@@ -471,6 +491,15 @@ def _canon_container(x, t, out, path, ctx):
     if isinstance(x, tuple) and len(x) == 1:
         out.append(",")
     out.append(closing)
+
+
+def _plain_strings(x):
+    """Every item an exact str that carries no address to mask."""
+    for e in x:
+        if type(e) is not str:
+            return False
+    joined = "\x00".join(x)
+    return " at 0x" not in joined and not any(m in joined for m in _LADDER_IDS)
 
 
 def shorten(text):
@@ -521,19 +550,35 @@ class Channel:
         if acks is not None:
             self.acks = fcntl.fcntl(acks, fcntl.F_DUPFD_CLOEXEC, 900)
             os.close(acks)
+        self.pending = []
+        self.since = 0.0
 
     def step(self, rec):
-        """Sends the start of a step (an import, a call) and, in a child,
-        waits until the parent has passed it on: the engine knows what runs
-        before any of it runs, whatever it then does to the parent."""
-        self.send(rec)
+        """Sends the start of an import and, in a child, waits until the
+        parent has passed it on: the engine knows which module runs before
+        any of it runs, whatever it then does to the parent."""
+        self.send(rec, flush=True)
         if self.acks is not None and os.read(self.acks, 1) != b".":
             os._exit(0)  # the parent is gone
 
-    def send(self, rec):
+    def send(self, rec, flush=False):
+        """Queues a record; the queue goes out when it is large or old
+        (FLUSH_RECORDS, FLUSH_SECONDS), or now when flush is set. A child
+        that dies loses its queue: the parent starts the next child at the
+        first call it has no answer for."""
         if self.nonce is not None:
             rec["n"] = self.nonce
-        data = (json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+        if not self.pending:
+            self.since = time.monotonic()
+        self.pending.append(json.dumps(rec, ensure_ascii=True, separators=(",", ":")))
+        if flush or len(self.pending) >= FLUSH_RECORDS or time.monotonic() - self.since > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self):
+        if not self.pending:
+            return
+        data = ("\n".join(self.pending) + "\n").encode()
+        self.pending = []
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -542,6 +587,46 @@ class Channel:
             # be reported from this process, so end it; the engine names the
             # call in progress and resumes after it.
             os._exit(97)
+
+
+# A child's records go to its parent in batches: at most this many, at
+# most this old. The parent passes them on in the same batches.
+FLUSH_RECORDS = 256
+FLUSH_SECONDS = 0.05
+# How often the parent looks at a child's mark when no call is marked.
+MARK_POLL = 0.05
+
+
+class CallMark:
+    """The call a child is in, in memory it shares with its parent: the
+    parent names the call that dies or hangs from here, so a call costs no
+    record and no round trip to say that it starts. Two doubles: the
+    call's index (-1 between calls) and when it started (monotonic). Each
+    start also goes to the engine's mark channel (fd 5), 8 bytes, so the
+    engine names the call even if the parent itself was killed."""
+
+    def __init__(self):
+        self.mem = mmap.mmap(-1, 16)
+        self.end()
+
+    def start(self, idx):
+        struct.pack_into("d", self.mem, 8, time.monotonic())
+        struct.pack_into("d", self.mem, 0, float(idx))
+        try:
+            os.write(MARK_FD, idx.to_bytes(8, "little", signed=True))
+        except OSError:
+            pass  # no mark channel (or the scanned code closed it)
+
+    def end(self):
+        struct.pack_into("d", self.mem, 0, -1.0)
+
+    def read(self):
+        """(index, start): index -1 between calls; read twice so a call
+        that started meanwhile is not given the last one's start."""
+        while True:
+            idx, t = struct.unpack_from("dd", self.mem, 0)
+            if struct.unpack_from("d", self.mem, 0)[0] == idx:
+                return int(idx), t
 
 
 # ---------------------------------------------------------------- discover
@@ -564,7 +649,7 @@ def discover(req):
                 keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
         ch.send(rec)
     ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs_of(a, kinds)] for k, (a, kinds) in sorted(keys.items())}})
-    ch.send({"k": "done"})
+    ch.send({"k": "done"}, flush=True)
 
 
 def describe_module(path, rel):
@@ -836,7 +921,7 @@ def probe(plan):
         while lo < hi and mi not in dead:
             lo = _run_child(plan, ch, lo, hi, mi, skip, dead)
         _sweep_children()
-    ch.send({"k": "done"})
+    ch.send({"k": "done"}, flush=True)
 
 
 def _harden():
@@ -908,7 +993,7 @@ def _children(pid):
 # passes on exactly these fields.
 _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int}, "if": {"m": int, "err": str},
-    "s": {"i": int}, "nc": {"i": int, "why": str},
+    "nc": {"i": int, "why": str},
     "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str},
     "end": {},
 }
@@ -917,10 +1002,16 @@ MAX_RECORD = 1 << 20
 
 def _run_child(plan, ch, lo, hi, mi, skip, dead):
     """Runs calls lo..hi (all of module mi) in a child and relays its
-    records. Returns where the stretch goes on: hi when it is done, the
-    call after one that killed the child otherwise."""
+    records. Returns where the stretch goes on: hi when it is done; when
+    the child died, the first call it has no answer for (the call it died
+    in is charged and its function skipped)."""
     r, w = os.pipe()
     ar, aw = os.pipe()
+    mark = CallMark()
+    # Everything the parent holds moves to the permanent generation: the
+    # child's collector then never touches it, so the child copies only the
+    # pages it really writes.
+    gc.freeze()
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -930,28 +1021,36 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead):
             os.close(ch.fd)
             _child_dumpable()
             own = Channel(None, w, ar)
-            run_calls(plan, own, lo, hi, skip)
-            own.send({"k": "end"})
+            run_calls(plan, own, lo, hi, skip, mark)
+            own.send({"k": "end"}, flush=True)
         except BaseException:
             code = 98
         _flush_streams()
         os._exit(code)
     os.close(w)
     os.close(ar)
-    relay = _Relay(plan, ch, lo, hi, mi, skip, aw)
+    relay = _Relay(plan, ch, lo, hi, mi, skip, aw, mark)
     status = relay.run(r, pid)
     os.close(r)
     os.close(aw)
+    ch.flush()
     if relay.ended:
         if relay.failed:
             dead.add(mi)
         return hi
-    # The child died, or said what it may not: name the step it was in.
-    why = relay.tampered or _describe(status)
-    ch.send({"k": "gone", "m": mi, "why": why, "t": bool(relay.tampered)})
-    if relay.step == "call":
-        skip.add(plan["calls"][relay.call][0])
-        return relay.call + 1
+    # The child died, hung or said what it may not: name the step it was in.
+    rec = {"k": "gone", "m": mi, "why": relay.tampered or relay.timeout or _describe(status)}
+    if relay.tampered:
+        rec["t"] = True
+    if relay.timeout:
+        rec["to"] = True
+    call = -1 if relay.step == "import" else relay.in_call()
+    if call >= 0:
+        rec["i"] = call
+    ch.send(rec, flush=True)
+    if call >= 0:
+        skip.add(plan["calls"][call][0])
+        return relay.last + 1
     dead.add(mi)
     return hi
 
@@ -969,17 +1068,39 @@ def _describe(status):
 
 class _Relay:
     """The parent's check of one child's records: the kinds and fields
-    above, about module mi and calls lo..hi only, each step in turn."""
+    above, about module mi and calls lo..hi only, each in turn; and the
+    child's limits (an import, a call) kept from its call mark."""
 
-    def __init__(self, plan, ch, lo, hi, mi, skip, acks):
+    def __init__(self, plan, ch, lo, hi, mi, skip, acks, mark):
         self.plan, self.ch, self.lo, self.hi, self.mi, self.skip = plan, ch, lo, hi, mi, skip
-        self.acks = acks
-        self.step = None  # "import" or "call" while one runs
-        self.call = lo - 1
+        self.acks, self.mark = acks, mark
+        self.call_limit = plan.get("call_timeout") or 10.0
+        self.import_limit = plan.get("import_timeout") or 30.0
+        self.step = None  # "import" while the module's import runs
+        self.import_started = 0.0
+        self.last = lo - 1  # the last call answered (or found not callable)
         self.imported = False
         self.failed = False  # the import raised
         self.ended = False
         self.tampered = ""
+        self.timeout = ""
+
+    def in_call(self):
+        """The call the child is in by its mark, when the mark names one of
+        its own calls that it has not answered; -1 otherwise."""
+        idx, _ = self.mark.read()
+        calls, functions = self.plan["calls"], self.plan["functions"]
+        if self.last < idx < self.hi and functions[calls[idx][0]]["module"] == self.mi and calls[idx][0] not in self.skip:
+            return idx
+        return -1
+
+    def _deadline(self):
+        if self.step == "import":
+            return self.import_started + self.import_limit
+        idx, started = self.mark.read()
+        if idx >= 0:
+            return started + self.call_limit
+        return None
 
     def run(self, r, pid):
         """Relays until the child ends; returns its wait status."""
@@ -995,38 +1116,29 @@ class _Relay:
         buf = b""
         status = None
         try:
-            while status is None and not self.tampered:
-                events = dict(poller.poll(None if pidfd is not None else 50))
-                eof = False
-                while True:
-                    try:
-                        data = os.read(r, 1 << 16)
-                    except BlockingIOError:
-                        break
-                    if not data:
-                        eof = True
-                        break
-                    buf = self._lines(buf + data)
-                    if self.tampered:
-                        break
+            while status is None and not self.tampered and not self.timeout:
+                deadline = self._deadline()
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                # Between calls, look again soon: the next call's mark
+                # brings a deadline that no record announces.
+                if wait is None:
+                    wait = MARK_POLL
+                elif pidfd is None:  # no pidfd: a child's exit is seen by polling too
+                    wait = min(wait, MARK_POLL)
+                events = dict(poller.poll(int(wait * 1000) + 1))
+                buf, eof = self._drain(r, buf)
+                self.ch.flush()
                 if self.tampered:
                     break
                 if eof or pidfd in events or pidfd is None:
                     got, st = os.waitpid(pid, 0 if eof or pidfd in events else os.WNOHANG)
                     if got:
                         status = st
-                    elif eof:
-                        status = os.waitpid(pid, 0)[1]
-                if status is not None and not self.tampered:
-                    # It is gone; read what it wrote last.
-                    while True:
-                        try:
-                            data = os.read(r, 1 << 16)
-                        except BlockingIOError:
-                            break
-                        if not data:
-                            break
-                        buf = self._lines(buf + data)
+                if status is None and not events and deadline is not None and time.monotonic() >= deadline:
+                    self.timeout = ("import ran past %gs" % self.import_limit if self.step == "import"
+                                    else "ran past the %gs call limit" % self.call_limit)
+            if status is not None and not self.tampered:
+                buf, _ = self._drain(r, buf)  # what it wrote last
         finally:
             if pidfd is not None:
                 os.close(pidfd)
@@ -1037,6 +1149,17 @@ class _Relay:
                 pass
             status = os.waitpid(pid, 0)[1]
         return status
+
+    def _drain(self, r, buf):
+        while not self.tampered:
+            try:
+                data = os.read(r, 1 << 16)
+            except BlockingIOError:
+                return buf, False
+            if not data:
+                return buf, True
+            buf = self._lines(buf + data)
+        return buf, False
 
     def _lines(self, buf):
         while not self.tampered and not self.ended:
@@ -1070,8 +1193,8 @@ class _Relay:
             self.tampered = "wrote a record out of turn (%s)" % kind
             return
         if kind != "end":
-            self.ch.send(out)
-        if kind in ("is", "s"):
+            self.ch.send(out, flush=kind in ("is", "id", "if"))
+        if kind == "is":
             try:
                 os.write(self.acks, b".")
             except OSError:
@@ -1081,7 +1204,8 @@ class _Relay:
         calls, functions = self.plan["calls"], self.plan["functions"]
         if kind == "is":
             ok = self.step is None and not self.imported and rec.get("m") == self.mi
-            self.step = "import" if ok else self.step
+            if ok:
+                self.step, self.import_started = "import", time.monotonic()
             return ok
         if kind in ("id", "if"):
             ok = self.step == "import" and rec.get("m") == self.mi
@@ -1089,20 +1213,15 @@ class _Relay:
                 self.step, self.imported = None, True
                 self.failed = kind == "if"
             return ok
-        if kind == "s":
+        if kind in ("r", "nc"):
             i = rec.get("i")
-            ok = (self.step is None and self.imported and i is not None and self.call < i < self.hi
+            ok = (self.step is None and self.imported and i is not None and self.last < i < self.hi
                   and i >= self.lo and calls[i][0] not in self.skip
                   and functions[calls[i][0]]["module"] == self.mi)
             if ok:
-                self.step, self.call = "call", i
-            return ok
-        if kind in ("r", "nc"):
-            ok = self.step == "call" and rec.get("i") == self.call
-            if ok:
-                self.step = None
+                self.last = i
                 if kind == "nc":
-                    self.skip.add(calls[self.call][0])
+                    self.skip.add(calls[i][0])
             return ok
         if kind == "end":
             ok = self.step is None
@@ -1111,9 +1230,10 @@ class _Relay:
         return False
 
 
-def run_calls(plan, ch, lo, hi, skip):
+def run_calls(plan, ch, lo, hi, skip, mark):
     """Calls plan["calls"][lo:hi] in order, importing each module at its
-    first call, streaming a start and a result record per call."""
+    first call, marking each call's start in mark and queueing a result
+    record per call."""
     state = ProcessState()
     modules = plan["modules"]
     loaded = {}
@@ -1132,31 +1252,34 @@ def run_calls(plan, ch, lo, hi, skip):
             state.after_import()
             state.restore()
             if isinstance(loaded[mi], str):
-                ch.send({"k": "if", "m": mi, "err": loaded[mi]})
+                ch.send({"k": "if", "m": mi, "err": loaded[mi]}, flush=True)
             else:
-                ch.send({"k": "id", "m": mi})
+                ch.send({"k": "id", "m": mi}, flush=True)
         mod = loaded[mi]
         if isinstance(mod, str):
             continue
-        # The start goes first: looking the name up can run scanned code
+        # The mark goes first: looking the name up can run scanned code
         # (a module __getattr__), and that must be under the call's limit.
-        ch.step({"k": "s", "i": idx})
+        mark.start(idx)
         try:
             target = getattr(mod, fn["name"], _UNBOUND)
         except BaseException as e:
             target = e
         if target is _UNBOUND:
             ch.send({"k": "nc", "i": idx, "why": "after import the module has no attribute %s: defined in a block that did not run here, or deleted" % fn["name"]})
+            mark.end()
             skip.add(fi)
             state.restore()
             continue
         if not callable(target) or isinstance(target, BaseException):
             ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
+            mark.end()
             skip.add(fi)
             state.restore()
             continue
         base = rungs_of(fn["arity"], fn.get("kinds"))[ri]
-        before = set(threading.enumerate())
+        threads = threading.active_count()
+        before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}
         v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()))
         if v is None:
@@ -1167,10 +1290,15 @@ def run_calls(plan, ch, lo, hi, skip):
                 rec["o"] = free
             if breaker:
                 rec["b"], rec["v2"] = breaker, v2
-        leaked = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
-        if leaked:
-            rec["th"] = len(leaked)
-            state.restore()  # the thread may have moved it since
+        mark.end()
+        # Threads are counted first: enumerating them costs more than a
+        # call, and almost no call leaves one.
+        if threading.active_count() > 1:
+            leaked = [t for t in threading.enumerate() if (before is None or t not in before)
+                      and t is not threading.main_thread() and not t.daemon and t.is_alive()]
+            if leaked:
+                rec["th"] = len(leaked)
+                state.restore()  # the thread may have moved it since
         ch.send(rec)
 
 
@@ -1311,9 +1439,13 @@ class ProcessState:
 
     def restore(self):
         try:
-            os.chdir(self.cwd)
+            if os.getcwd() != self.cwd:  # cheaper than a chdir every time
+                os.chdir(self.cwd)
         except OSError:
-            pass
+            try:
+                os.chdir(self.cwd)
+            except OSError:
+                pass
         sys.stdin, sys.stdout, sys.stderr = self.streams
         for fd, (copy_fd, dev, ino) in self.fds.items():
             try:
@@ -1486,7 +1618,7 @@ def posture(req):
     rec["io_uring_errno"] = _io_uring_errno()
     rec["env"] = sorted(os.environ)
     ch.send(rec)
-    ch.send({"k": "done"})
+    ch.send({"k": "done"}, flush=True)
 
 
 def _flush_streams():

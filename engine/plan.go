@@ -275,6 +275,23 @@ type shard struct {
 	alone bool
 }
 
+// shardCalls is about how many calls make a shard worth an interpreter of
+// its own: an interpreter (a container) costs about as much to start as a
+// few thousand trivial calls, so a small scan is not split into more starts
+// than its calls pay for.
+const shardCalls = 4000
+
+// shardsFor is how many shards probes are worth: one per shardCalls of
+// their calls (calls says how many each makes in one run), at least one,
+// at most what the options allow.
+func (s *scan) shardsFor(probes []*probe, calls func(*probe) int) int {
+	total := 0
+	for _, p := range probes {
+		total += calls(p)
+	}
+	return min(s.opts.shards(), max(1, (total+shardCalls-1)/shardCalls))
+}
+
 // planShards packs modules into at most want shards balanced by function
 // count, keeping whole modules together and never putting modules of two
 // import roots into one interpreter: each root goes first on sys.path, and a

@@ -76,3 +76,28 @@ func TestConditionsFollowTheOneList(t *testing.T) {
 		t.Fatalf("engine %v and runtime %v conditions do not make up all of them", sandbox.EngineConditions, sandbox.RuntimeConditions)
 	}
 }
+
+// TestShardsBySize: a scan is split into no more shards than its calls pay
+// an interpreter start for, and never into more than the options allow.
+func TestShardsBySize(t *testing.T) {
+	s := &scan{opts: Options{Jobs: 2}}
+	probes := make([]*probe, 100)
+	for i := range probes {
+		probes[i] = &probe{}
+	}
+	for _, c := range []struct {
+		perProbe, want int
+	}{
+		{1, 1},               // 100 calls: one interpreter
+		{shardCalls / 50, 2}, // 2 shards' worth
+		{shardCalls, 4},      // 100 shards' worth, capped at twice the jobs
+	} {
+		if got := s.shardsFor(probes, func(*probe) int { return c.perProbe }); got != c.want {
+			t.Errorf("%d calls per probe: %d shards, want %d", c.perProbe, got, c.want)
+		}
+	}
+	s.opts.Shards = 1
+	if got := s.shardsFor(probes, func(*probe) int { return shardCalls }); got != 1 {
+		t.Errorf("with Shards 1: %d shards", got)
+	}
+}

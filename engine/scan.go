@@ -125,7 +125,7 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 		rep.Targets = append(rep.Targets, t.Arg)
 	}
 	probes := s.selectProbes(s.files, disc, rep)
-	s.mainShards = planShards(probes, s.opts.shards())
+	s.mainShards = planShards(probes, s.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))
 	results := s.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -207,7 +207,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			}
 			return
 		}
-		current, curMod, last, forged, between := rr.current, rr.module, rr.last, rr.forged, rr.between(out.mark)
+		curMod, last, forged, between := rr.module, rr.last, rr.forged, rr.between(out.mark)
 		if forged >= 0 {
 			// Drop what was recorded from the forger's call on, name it,
 			// and resume after it in a fresh interpreter.
@@ -228,20 +228,6 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			return
 		}
 		switch {
-		case current >= 0:
-			fi, ri := plan.Calls[current][0], plan.Calls[current][1]
-			kind, what := crashed, "crash"
-			detail := "killed its interpreter (" + out.describe() + ")"
-			if out.watchdog {
-				kind, what = timedOut, "timeout"
-				detail = fmt.Sprintf("ran past the %s call limit", s.opts.CallTimeout)
-			} else if out.exit != nil && out.exit.OOMKilled {
-				detail = "exceeded the memory limit and was killed"
-			}
-			set(fi, ri, outcome{kind: kind, detail: detail})
-			res.event(sh.Probes[fi].Index, Event{Kind: what, Run: run, Rung: ri, Detail: detail})
-			skip[fi] = true
-			plan.Start = current + 1
 		case curMod >= 0:
 			detail := "import killed its interpreter (" + out.describe() + ")"
 			if out.watchdog {
@@ -262,6 +248,8 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 			kind, detail := "crash", "killed its interpreter ("+out.describe()+")"
 			if out.watchdog {
 				kind, detail = "timeout", fmt.Sprintf("ran past the %s call limit", s.opts.CallTimeout)
+			} else if out.exit != nil && out.exit.OOMKilled {
+				detail = "exceeded the memory limit and was killed"
 			}
 			rr.sink.lost(between, kind, detail)
 			skip[plan.Calls[between][0]] = true
@@ -323,10 +311,6 @@ func (a *shardRun) notCallable(call int, why string) {
 	a.res.mu.Lock()
 	a.res.notCall[a.probeOf(call).Index] = why
 	a.res.mu.Unlock()
-}
-
-func (a *shardRun) tampered(call int, why string) {
-	a.res.event(a.probeOf(call).Index, Event{Kind: "tampered", Run: a.run, Rung: a.plan.Calls[call][1], Detail: why})
 }
 
 func (a *shardRun) lost(call int, kind, detail string) {

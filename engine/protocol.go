@@ -70,7 +70,6 @@ type shardSink interface {
 	answered(call int, rec record)             // a result for the call in progress
 	importFailed(module int, err string)       // a plan module's import raised
 	notCallable(call int, why string)          // the call's function is not callable
-	tampered(call int, why string)             // a record out of turn during the call
 	lost(call int, kind string, detail string) // the call's process died ("crash") or lied ("tampered")
 	arm(d time.Duration)                       // the watchdog's limit for what runs now
 	kill()                                     // a forger was caught: end the interpreter
@@ -78,11 +77,12 @@ type shardSink interface {
 
 // recordReader reads one attempt of a shard as a strict state machine
 // over what the worker can say next: an import of the next call's module,
-// a start for exactly the next planned call, then its result. Scanned code
-// shares the worker's process and can write to the channel; a record from
+// then the answer to exactly the next planned call, or word that a
+// module's process is gone. Scanned code never holds the channel (the
+// worker's parent does); should anything else write to it, a record from
 // the past (the real worker reporting a call the channel already
-// "finished") gives a forger away, and everything recorded since that call
-// is to be dropped.
+// "finished") gives the forger away, and everything recorded since that
+// call is to be dropped.
 type recordReader struct {
 	plan          *workerPlan
 	skip          map[int]bool // plan functions not to call
@@ -90,7 +90,6 @@ type recordReader struct {
 	callTimeout   time.Duration
 	importTimeout time.Duration
 
-	current    int // the call in progress, or -1
 	module     int // the plan module being imported, or -1
 	stretch    int // the plan module whose process runs now (from its import on), or -1
 	last       int // the last call answered (or found not callable)
@@ -98,12 +97,11 @@ type recordReader struct {
 	failedMods map[int]bool
 	recorded   []int // calls answered in this attempt
 	forged     int   // the call during which forged records began, or -1
-	noted      map[int]bool
 }
 
 func newRecordReader(plan *workerPlan, skip map[int]bool, sink shardSink, callTimeout, importTimeout time.Duration) *recordReader {
 	return &recordReader{plan: plan, skip: skip, sink: sink, callTimeout: callTimeout, importTimeout: importTimeout,
-		current: -1, module: -1, stretch: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}, noted: map[int]bool{}}
+		module: -1, stretch: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}}
 }
 
 func (r *recordReader) moduleOf(call int) int { return r.plan.Functions[r.plan.Calls[call][0]].Module }
@@ -118,7 +116,7 @@ func (r *recordReader) next() int {
 	return len(r.plan.Calls)
 }
 
-func (r *recordReader) idle() bool { return r.current < 0 && r.module < 0 }
+func (r *recordReader) idle() bool { return r.module < 0 }
 
 func is(p *int, v int) bool { return p != nil && *p == v }
 
@@ -126,7 +124,7 @@ func is(p *int, v int) bool { return p != nil && *p == v }
 func (r *recordReader) handle(line []byte) {
 	var rec record
 	if json.Unmarshal(line, &rec) != nil || rec.Nonce != r.plan.Nonce {
-		r.anomaly(record{}, "wrote to the record channel")
+		r.anomaly(record{})
 		return
 	}
 	if r.forged >= 0 {
@@ -148,34 +146,30 @@ func (r *recordReader) handle(line []byte) {
 		ok = r.finish()
 	}
 	if !ok {
-		r.anomaly(rec, "wrote a record out of turn")
+		r.anomaly(rec)
 	}
 }
 
-// begin takes the call a record is about as the one in progress: it must
-// be the next planned call.
-func (r *recordReader) begin(rec record) bool {
-	if !r.idle() || !is(rec.Call, r.next()) {
-		return false
-	}
-	r.current = *rec.Call
-	return true
+// inTurn is whether a record is about the next planned call, with no
+// import open: a call's start is no record, so its answer is its turn.
+func (r *recordReader) inTurn(rec record) bool {
+	return r.idle() && is(rec.Call, r.next())
 }
 
 func (r *recordReader) result(rec record) bool {
-	if !r.begin(rec) {
+	if !r.inTurn(rec) {
 		return false
 	}
-	r.sink.answered(r.current, rec)
-	r.recorded = append(r.recorded, r.current)
-	r.endCall()
+	r.sink.answered(*rec.Call, rec)
+	r.recorded = append(r.recorded, *rec.Call)
+	r.endCall(*rec.Call)
 	return true
 }
 
-// endCall closes the call in progress; the watchdog stays armed until the
-// next start, so nothing runs unwatched.
-func (r *recordReader) endCall() {
-	r.last, r.current = r.current, -1
+// endCall closes a call; the watchdog stays armed until the next record,
+// so nothing runs unwatched.
+func (r *recordReader) endCall(call int) {
+	r.last = call
 	r.sink.arm(r.callTimeout)
 }
 
@@ -203,12 +197,12 @@ func (r *recordReader) imported(rec record) bool {
 }
 
 func (r *recordReader) notCallable(rec record) bool {
-	if !r.begin(rec) {
+	if !r.inTurn(rec) {
 		return false
 	}
-	r.sink.notCallable(r.current, rec.Why)
-	r.skip[r.plan.Calls[r.current][0]] = true
-	r.endCall()
+	r.sink.notCallable(*rec.Call, rec.Why)
+	r.skip[r.plan.Calls[*rec.Call][0]] = true
+	r.endCall(*rec.Call)
 	return true
 }
 
@@ -297,16 +291,11 @@ func (r *recordReader) finish() bool {
 }
 
 // anomaly is a record out of turn: a forger caught by the real worker's
-// record from the past, or scanned code writing to the channel during a
-// call, which is named once per call.
-func (r *recordReader) anomaly(rec record, why string) {
+// record from the past ends the worker; anything else is dropped (only the
+// worker's parent writes here, and it passes on records in turn).
+func (r *recordReader) anomaly(rec record) {
 	if rec.Call != nil && *rec.Call >= r.plan.Start && *rec.Call <= r.last && r.forged < 0 {
 		r.forged = *rec.Call
 		r.sink.kill()
-		return
-	}
-	if r.current >= 0 && !r.noted[r.current] {
-		r.noted[r.current] = true
-		r.sink.tampered(r.current, why)
 	}
 }

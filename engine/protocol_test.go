@@ -21,9 +21,6 @@ func (f *fakeSink) importFailed(m int, err string) {
 func (f *fakeSink) notCallable(call int, why string) {
 	f.events = append(f.events, fmt.Sprintf("not-callable %d", call))
 }
-func (f *fakeSink) tampered(call int, why string) {
-	f.events = append(f.events, fmt.Sprintf("tampered %d", call))
-}
 func (f *fakeSink) lost(call int, kind, detail string) {
 	f.events = append(f.events, fmt.Sprintf("lost %d %s", call, kind))
 }

@@ -570,7 +570,7 @@ class Channel:
             rec["n"] = self.nonce
         if not self.pending:
             self.since = time.monotonic()
-        self.pending.append(json.dumps(rec, ensure_ascii=True, separators=(",", ":")))
+        self.pending.append(_encode(rec))
         if flush or len(self.pending) >= FLUSH_RECORDS or time.monotonic() - self.since > FLUSH_SECONDS:
             self.flush()
 
@@ -588,6 +588,8 @@ class Channel:
             # call in progress and resumes after it.
             os._exit(97)
 
+
+_encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 # A child's records go to its parent in batches: at most this many, at
 # most this old. The parent passes them on in the same batches.
@@ -1162,15 +1164,16 @@ class _Relay:
         return buf, False
 
     def _lines(self, buf):
-        while not self.tampered and not self.ended:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                if len(buf) > MAX_RECORD:
-                    self.tampered = "wrote a record longer than %d bytes to its channel" % MAX_RECORD
-                return buf
-            line, buf = buf[:nl], buf[nl + 1:]
+        *lines, rest = buf.split(b"\n")
+        for line in lines:
+            if self.tampered or self.ended:
+                return b""
             self._one(line)
-        return b""
+        if self.tampered or self.ended:
+            return b""
+        if len(rest) > MAX_RECORD:
+            self.tampered = "wrote a record longer than %d bytes to its channel" % MAX_RECORD
+        return rest
 
     def _one(self, line):
         try:
@@ -1314,8 +1317,40 @@ def _immutable(x):
 
 def fresh(args):
     """A copy of a rung that the call may change without changing the
-    ladder; an immutable rung is its own copy."""
-    return args if _immutable(args) else copy.deepcopy(args)
+    ladder; an immutable rung is its own copy. How to copy each rung is
+    decided once (the ladder's rungs live as long as the process)."""
+    how = _COPIERS.get(id(args))
+    if how is None or how[0] is not args:
+        how = _COPIERS[id(args)] = (args, _copier(args))
+    return how[1](args)
+
+
+_COPIERS = {}
+_FLAT = {list: list, dict: dict, set: set, bytearray: bytearray}
+
+
+def _copier(args):
+    """The cheapest copy of args that is as deep as copy.deepcopy's: the
+    rung itself when immutable; a shallow copy of each list, dict, set or
+    bytearray that holds only immutables (and appears once); deepcopy for
+    anything else."""
+    if _immutable(args):
+        return lambda a: a
+    if type(args) is not tuple:
+        return copy.deepcopy
+    seen = set()
+    kinds = []
+    for a in args:
+        if _immutable(a):
+            kinds.append(None)
+            continue
+        flat = _FLAT.get(type(a))
+        items = a.items() if type(a) is dict else a
+        if flat is None or id(a) in seen or not all(_immutable(e) for e in items):
+            return copy.deepcopy
+        seen.add(id(a))
+        kinds.append(flat)
+    return lambda a: tuple(a[i] if k is None else k(a[i]) for i, k in enumerate(kinds))
 
 
 def call(target, args):

@@ -11,7 +11,7 @@ TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test test-unit build deps corpus docker image bench
+.PHONY: demo test test-unit build deps corpus test-deps docker image bench
 
 deps:
 	@scripts/deps
@@ -19,6 +19,10 @@ deps:
 # The real-world corpus: Debian's python3-* packages (fixtures/corpus).
 corpus:
 	@scripts/corpus-deps
+
+# What the tests read the reports with (junitparser for --format junit).
+test-deps:
+	@scripts/test-deps
 
 build: deps
 	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/nondet-sandbox
@@ -39,7 +43,7 @@ image: docker
 test-unit:
 	$(GO) test -short -count=1 ./...
 
-test: deps corpus image
+test: deps corpus test-deps image
 	$(GO) test -race -tags "$(TAGS)" -count=1 -p 1 -timeout 45m ./...
 
 bench: build

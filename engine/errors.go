@@ -10,6 +10,10 @@ import (
 // what was wrong and what to do.
 var ErrUsage = errors.New("usage")
 
+// ErrNoSources is a scan whose targets hold no Python file: most likely a
+// wrong path.
+var ErrNoSources = errors.New("no Python file under the given paths: nothing was scanned")
+
 // ErrRuntime marks a sandbox runtime that cannot start probes here.
 var ErrRuntime = errors.New("runtime unavailable")
 

@@ -50,12 +50,23 @@ type scan struct {
 
 // Scan discovers, plans, runs and judges the functions under targets.
 func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
-	s, closeScan, err := openTargets(ctx, opts, targets)
+	src, err := Resolve(targets)
 	if err != nil {
 		return nil, err
 	}
+	return ScanSources(ctx, opts, src)
+}
+
+// ScanSources scans what Resolve found.
+func ScanSources(ctx context.Context, opts Options, src *Sources) (*Report, error) {
+	s, closeScan, err := openScan(ctx, opts, src.files)
+	if err != nil {
+		return nil, err
+	}
+	s.files = src.files
 	defer closeScan()
 	opts = s.opts
+	targets := src.targets
 	pr, err := s.probeAll(ctx, targets)
 	if err != nil {
 		return nil, err
@@ -85,17 +96,39 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 	return rep, nil
 }
 
-// openTargets finds the targets' sources and opens a scan over them.
-func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, func(), error) {
+// Sources are the modules a scan reads, found before any sandbox starts.
+type Sources struct {
+	targets []Target
+	files   []sourceFile
+}
+
+// Len is the number of Python files found.
+func (s *Sources) Len() int { return len(s.files) }
+
+// Resolve walks the targets for Python files; finding none is
+// ErrNoSources, most likely a wrong path.
+func Resolve(targets []Target) (*Sources, error) {
 	files, err := findSources(targets)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	s, closeScan, err := openScan(ctx, opts, files)
+	if len(files) == 0 {
+		return nil, ErrNoSources
+	}
+	return &Sources{targets: targets, files: files}, nil
+}
+
+// openTargets finds the targets' sources and opens a scan over them.
+func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, func(), error) {
+	src, err := Resolve(targets)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.files = files
+	s, closeScan, err := openScan(ctx, opts, src.files)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.files = src.files
 	return s, closeScan, nil
 }
 

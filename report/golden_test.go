@@ -70,6 +70,8 @@ func TestRenderersGolden(t *testing.T) {
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
 		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
+		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r) }},
+		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return WriteJUnit(b, r) }},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var b bytes.Buffer

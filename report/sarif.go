@@ -3,7 +3,6 @@ package report
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -29,34 +28,18 @@ func WriteSARIF(w io.Writer, r *Report) error {
 	run.AddRule("look").
 		WithShortDescription(sarif.NewMultiformatMessageString("The input ladder never reached the function's body")).
 		WithFullDescription(sarif.NewMultiformatMessageString("Every rung raised, or no answer had a canonical form: the function was not judged."))
-	prefix := sarifPrefix(r.Targets)
-	located := map[string]string{}
-	for _, m := range r.Modules {
-		if m.Location != "" {
-			located[m.Path] = m.Location
-		}
-	}
+	where := r.locator()
 	for _, f := range r.Functions {
 		var rule, level, text string
 		switch f.Verdict {
 		case VerdictNondeterministic:
-			w := f.Witness
-			rule, level = "nondeterministic", "warning"
-			text = fmt.Sprintf("%s gave two answers to (%s): %s then %s", f.ID, strings.Join(w.Args, ", "),
-				clip(w.Answers[0].Value, 120), clip(w.Answers[1].Value, 120))
-			if len(f.Causes) > 0 {
-				text += "; moved by: " + strings.Join(f.Causes, ", ")
-			}
+			rule, level, text = "nondeterministic", "warning", findingText(f)
 		case VerdictLook:
 			rule, level, text = "look", "note", f.ID+": "+f.Reason
 		default:
 			continue
 		}
-		file, _, _ := strings.Cut(f.ID, "::")
-		uri := path.Join(prefix, file)
-		if l, ok := located[file]; ok {
-			uri = l
-		}
+		uri := where(f.ID)
 		loc := sarif.NewPhysicalLocation().
 			WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
 			WithRegion(sarif.NewRegion().WithStartLine(max(f.Line, 1)))
@@ -76,6 +59,26 @@ func WriteSARIF(w io.Writer, r *Report) error {
 	}
 	report.AddRun(run)
 	return report.PrettyWrite(w)
+}
+
+// locator gives the file of a function id as code scanning and editors
+// want it: from the repository root (or the working directory) the scan
+// ran in, else relative to the folder of a single target.
+func (r *Report) locator() func(id string) string {
+	prefix := sarifPrefix(r.Targets)
+	located := map[string]string{}
+	for _, m := range r.Modules {
+		if m.Location != "" {
+			located[m.Path] = m.Location
+		}
+	}
+	return func(id string) string {
+		file, _, _ := strings.Cut(id, "::")
+		if l, ok := located[file]; ok {
+			return l
+		}
+		return path.Join(prefix, file)
+	}
 }
 
 // sarifPrefix makes ids relative to the folder the scan ran in, when the

@@ -33,9 +33,12 @@ func WriteText(w io.Writer, r *Report) error {
 		p.f(", each with a witness:")
 	}
 	p.f("\n")
+	// Each finding's first line starts with FILE:LINE: so an editor or a
+	// terminal can jump to the def.
+	where := r.locator()
 	for _, f := range findings {
 		wt := f.Witness
-		p.f("  nondeterministic  %s\n", f.ID)
+		p.f("%s:%d: nondeterministic  %s\n", where(f.ID), max(f.Line, 1), f.ID)
 		order := ""
 		if wt.OrderOnly {
 			order = "   (order only)"
@@ -74,7 +77,7 @@ func WriteText(w io.Writer, r *Report) error {
 		p.f("\nEQUAL INPUTS, TWO ANSWERS — %d: the answer follows a dict argument's key order (not nondeterminism, not counted as a finding)\n", len(sensitive))
 		for _, f := range sensitive {
 			wt := f.OrderSensitive
-			p.f("  order-sensitive  %s\n", f.ID)
+			p.f("%s:%d: order-sensitive  %s\n", where(f.ID), max(f.Line, 1), f.ID)
 			p.f("         (%s) -> %s  then, with every dict's keys reversed,  %s\n", strings.Join(wt.Args, ", "),
 				clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60))
 		}

@@ -16,7 +16,7 @@ func TestAutoRuntime(t *testing.T) {
 	o := testOptions(t, "auto", 1)
 	var notes bytes.Buffer
 	o.notes = &notes
-	rt, err := newRuntime(context.Background(), "auto", o)
+	rt, err := newRuntime(context.Background(), "auto", o.sandboxOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

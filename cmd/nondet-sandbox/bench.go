@@ -141,7 +141,7 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 	fmt.Fprintf(tw, "runtime\tmedian wall\tinterpreters\tcalls\tCPU µs/call\tof it engine\tabove floor\tvs %s\n", strings.Split(opts.runtimes, ",")[0])
 	var base time.Duration
 	for i, name := range strings.Split(opts.runtimes, ",") {
-		rt, err := newRuntime(ctx, name, runOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
+		rt, err := newRuntime(ctx, name, sandboxOptions{seccomp: true, userns: true, ociRuntime: "runc", image: docker.DefaultImage})
 		if err != nil {
 			return err
 		}

@@ -10,8 +10,14 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 )
 
+// doctorOptions are doctor's flags: the sandbox's, and the format.
+type doctorOptions struct {
+	sandboxOptions
+	format string
+}
+
 func newDoctorCommand() *cobra.Command {
-	var opts runOptions
+	var opts doctorOptions
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Show which conditions the runtime can vary here, and the sandbox as a probe sees it",
@@ -21,22 +27,24 @@ func newDoctorCommand() *cobra.Command {
 		},
 	}
 	opts.AddFlags(cmd.Flags())
+	cmd.Flags().Var(newChoice(&opts.format, "format", "text", []string{"text", "json"}), "format", "text or json")
+	completeChoices(cmd, "runtime", "format")
 	return cmd
 }
 
-func runDoctor(ctx context.Context, opts runOptions, stdout, stderr io.Writer) error {
+func runDoctor(ctx context.Context, opts doctorOptions, stdout, stderr io.Writer) error {
 	if opts.format != "text" && opts.format != "json" {
 		return usageErrorf("--format %q: choose text or json", opts.format)
 	}
 	opts.notes = stderr
-	rt, err := newRuntime(ctx, opts.runtimeName, opts)
+	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {
 		return err
 	}
 	defer closeRuntime(rt)
 	cache := cacheDir()
 	d, err := engine.Doctor(ctx, engine.Options{
-		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,
+		Runtime: rt, Python: opts.python, Jobs: 1, Seed: 1, CacheDir: cache, Notes: stderr,
 		Limits: opts.limits(),
 	})
 	if err != nil {

@@ -30,10 +30,6 @@ const (
 // but the exit status says so.
 var errFindings = errors.New("findings")
 
-// errNothingScanned is a scan that found no Python file to read: most
-// likely a wrong path, so it has an exit status of its own.
-var errNothingScanned = errors.New("no Python file under the given paths: nothing was scanned")
-
 func main() {
 	reexec()
 	os.Exit(run())
@@ -56,7 +52,7 @@ func exitCode(ctx context.Context, err error) int {
 		return exitClean
 	case errors.Is(err, errFindings):
 		return exitFindings
-	case errors.Is(err, errNothingScanned):
+	case errors.Is(err, engine.ErrNoSources):
 		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
 		return exitEmpty
 	case ctx.Err() != nil:

@@ -175,9 +175,10 @@ func TestExitStatus(t *testing.T) {
 	if err != nil {
 		t.Errorf("a deterministic function: want exit 0, got %v", err)
 	}
-	opts := runOptions{format: "yaml", runs: 3, jobs: 1, runtimeName: "host"}
+	opts := runOptions{format: "yaml", runs: 3}
+	opts.jobs, opts.runtimeName = 1, "host"
 	err = runRun(ctx, opts, []string{"../../fixtures"}, &bytes.Buffer{}, &bytes.Buffer{})
-	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text, json or sarif") {
+	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text, json, sarif, github, junit") {
 		t.Errorf("bad --format: exit %d, %v", code, err)
 	}
 	opts.format = "text"

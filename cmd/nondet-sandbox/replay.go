@@ -14,8 +14,11 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 )
 
+// replayOptions are replay's flags: the sandbox's, the call's, and the
+// report to replay from.
 type replayOptions struct {
-	runOptions
+	sandboxOptions
+	callOptions
 	report string
 	root   string
 }
@@ -32,7 +35,9 @@ func newReplayCommand() *cobra.Command {
 			return runReplay(cmd.Context(), opts, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Flags().Changed("runtime"), cmd.Flags().Changed("python"))
 		},
 	}
-	opts.AddFlags(cmd.Flags())
+	opts.sandboxOptions.AddFlags(cmd.Flags())
+	opts.callOptions.AddFlags(cmd.Flags())
+	completeChoices(cmd, "runtime")
 	cmd.Flags().StringVar(&opts.report, "report", "", "the JSON report the witness comes from (required)")
 	cmd.Flags().StringVar(&opts.root, "root", "", "the folder the scan ran in, when it is not this one")
 	_ = cmd.MarkFlagRequired("report")
@@ -56,14 +61,14 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		opts.python = rep.Python
 	}
 	opts.notes = stderr
-	rt, err := newRuntime(ctx, opts.runtimeName, opts.runOptions)
+	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {
 		return err
 	}
 	defer closeRuntime(rt)
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
-		Private: true, Limits: opts.runOptions.limits(),
+		Private: true, Limits: opts.limits(),
 		CacheDir: cacheDir(), Version: version, Notes: stderr,
 	}
 	got, f, err := engine.Replay(ctx, eo, &rep, id, opts.root)

@@ -13,11 +13,12 @@ ladder of inputs, in several fresh interpreters under deliberately varied
 conditions, and reports the functions whose canonical answers disagreed, each
 with a witness: the input, the two answers and the conditions of both runs.
 
-Exit status: 0 no findings, 1 findings, 2 bad usage or unusable input.`,
+Exit status: 0 no findings, 1 findings, 2 bad usage or unusable input,
+5 no Python file under the given paths.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand())
+	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand(), newVersionCommand())
 	return root
 }

@@ -7,9 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -26,59 +25,37 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/rootless"
 )
 
+// runOptions are run's flags: every group.
 type runOptions struct {
-	format      string
-	output      string
-	runs        int
-	python      string
-	runtimeName string
-	jobs        int
-	seed        uint64
-	unsafe      bool
-	private     bool
-	callTimeout time.Duration
-	memory      int64
-	pids        int64
-	cpus        float64
-	quiet       bool
-	seccomp     bool
-	userns      bool
-	measure     bool
-	ociRuntime  string
-	image       string
-	smellRuns   int
-	orderFree   []string
-	notes       io.Writer // where --runtime auto says what it chose instead (standard error)
+	sandboxOptions
+	callOptions
+	format    string
+	output    string
+	runs      int
+	seed      uint64
+	private   bool
+	quiet     bool
+	measure   bool
+	smellRuns int
+	orderFree []string
 }
+
+// formats are --format's values for a scan's report.
+var formats = []string{"text", "json", "sarif", "github", "junit"}
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
-	fs.StringVar(&o.format, "format", "text", "report format: text, json, or sarif (for code scanning in CI)")
+	o.sandboxOptions.AddFlags(fs)
+	o.callOptions.AddFlags(fs)
+	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif (code scanning), github (workflow annotations) or junit (test reports)")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
-	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.runtimeName, "runtime", "auto", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
-	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
-	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (build it with make image)")
-	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
-	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
 	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions; a new one is drawn and printed in the report when not given")
-	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
-	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
-	fs.Int64Var(&o.memory, "memory", d.Limits.MemoryBytes, "memory limit of each interpreter, in bytes")
-	fs.Int64Var(&o.pids, "pids", d.Limits.Pids, "process limit of each interpreter")
-	fs.Float64Var(&o.cpus, "cpus", 0, "CPU time of each interpreter in a container, in cores (0.5: half of one); 0: no quota")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
-}
-
-// limits are the per-interpreter limits the flags ask for.
-func (o *runOptions) limits() sandbox.Limits {
-	return sandbox.Limits{MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus}
 }
 
 func newRunCommand() *cobra.Command {
@@ -96,6 +73,7 @@ func newRunCommand() *cobra.Command {
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().Lookup("seed").DefValue = "random"
+	completeChoices(cmd, "runtime", "format")
 	return cmd
 }
 
@@ -107,7 +85,7 @@ func closeRuntime(rt sandbox.Runtime) {
 }
 
 // newRuntime maps --runtime to a backend; closeRuntime releases it.
-func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime, error) {
+func newRuntime(ctx context.Context, name string, o sandboxOptions) (sandbox.Runtime, error) {
 	switch name {
 	case "auto":
 		return autoRuntime(ctx, o)
@@ -151,7 +129,7 @@ func newRuntime(ctx context.Context, name string, o runOptions) (sandbox.Runtime
 // embedded for root, rootless for anyone, then Docker. When none of them
 // runs it says why and names --runtime host, which is no sandbox, rather
 // than choose it.
-func autoRuntime(ctx context.Context, o runOptions) (sandbox.Runtime, error) {
+func autoRuntime(ctx context.Context, o sandboxOptions) (sandbox.Runtime, error) {
 	order := []string{"rootless", "docker"}
 	if os.Geteuid() == 0 {
 		order = []string{"embedded", "rootless", "docker"}
@@ -174,8 +152,9 @@ func autoRuntime(ctx context.Context, o runOptions) (sandbox.Runtime, error) {
 func usageErrorf(format string, args ...any) error { return engine.Usagef(format, args...) }
 
 func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr io.Writer) error {
-	if opts.format != "text" && opts.format != "json" && opts.format != "sarif" {
-		return usageErrorf("--format %q: choose text, json or sarif", opts.format)
+	// Everything the user typed is checked before any sandbox is built.
+	if !slices.Contains(formats, opts.format) {
+		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
 	}
 	if opts.runs < 2 {
 		return usageErrorf("--runs %d: at least 2 runs are needed to compare answers", opts.runs)
@@ -183,13 +162,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.jobs < 1 {
 		return usageErrorf("--jobs %d: at least 1", opts.jobs)
 	}
-	opts.notes = stderr
-	rt, err := newRuntime(ctx, opts.runtimeName, opts)
+	targets, err := parseTargets(args)
 	if err != nil {
 		return err
 	}
-	defer closeRuntime(rt)
-	targets, err := parseTargets(args)
+	src, err := engine.Resolve(targets)
 	if err != nil {
 		return err
 	}
@@ -204,6 +181,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		defer f.Close()
 		out = f
 	}
+	opts.notes = stderr
+	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime(rt)
 	if !rt.Isolated() {
 		// Said on every scan, quiet or not: what runs here runs as you.
 		fmt.Fprintln(stderr, "nondet-sandbox: warning: the host runtime is not a sandbox: the scanned code runs as you, on this machine, with only the static gate (which can be bypassed) between it and your files and network")
@@ -229,28 +212,32 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		}
 		defer bar.Finish()
 	}
-	rep, err := engine.Scan(ctx, eo, targets)
+	rep, err := engine.ScanSources(ctx, eo, src)
 	if err != nil {
 		return err
 	}
-	switch opts.format {
-	case "json":
-		err = report.WriteJSON(out, rep)
-	case "sarif":
-		err = report.WriteSARIF(out, rep)
-	default:
-		err = report.WriteText(out, rep)
-	}
-	if err != nil {
+	if err := writeReport(out, opts.format, rep); err != nil {
 		return err
 	}
 	if len(rep.Findings()) > 0 {
 		return errFindings
 	}
-	if len(rep.Modules) == 0 {
-		return errNothingScanned
-	}
 	return nil
+}
+
+// writeReport writes rep in one of formats.
+func writeReport(w io.Writer, format string, rep *report.Report) error {
+	switch format {
+	case "json":
+		return report.WriteJSON(w, rep)
+	case "sarif":
+		return report.WriteSARIF(w, rep)
+	case "github":
+		return report.WriteGitHub(w, rep)
+	case "junit":
+		return report.WriteJUnit(w, rep)
+	}
+	return report.WriteText(w, rep)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -63,7 +63,8 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 // and exit status 2.
 func TestDockerUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	opts := runOptions{format: "text", runs: 3, runtimeName: "docker", jobs: 1, image: docker.DefaultImage}
+	opts := runOptions{format: "text", runs: 3}
+	opts.runtimeName, opts.jobs, opts.image = "docker", 1, docker.DefaultImage
 	err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if code := exitCode(context.Background(), err); code != 2 {
 		t.Fatalf("exit %d, want 2 (%v)", code, err)

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	units "github.com/docker/go-units"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+)
+
+// The flags come in groups, and each command takes only the groups it
+// uses: run all of them, replay the sandbox and the call's limits,
+// doctor the sandbox.
+
+// runtimeNames are --runtime's values.
+var runtimeNames = []string{"auto", "embedded", "rootless", "oci", "docker", "host"}
+
+// sandboxOptions say where probes run and under which limits.
+type sandboxOptions struct {
+	runtimeName string
+	python      string
+	ociRuntime  string
+	image       string
+	seccomp     bool
+	userns      bool
+	memory      int64
+	pids        int64
+	cpus        float64
+	notes       io.Writer // where --runtime auto says what it chose instead (standard error)
+}
+
+func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
+	d := engine.DefaultOptions()
+	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames), "runtime", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
+	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
+	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
+	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (make image builds it)")
+	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
+	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
+	fs.Var(newSize(&o.memory, d.Limits.MemoryBytes), "memory", "memory limit of each interpreter (512MiB, 2GiB; a plain number is bytes)")
+	fs.Int64Var(&o.pids, "pids", d.Limits.Pids, "process limit of each interpreter")
+	fs.Float64Var(&o.cpus, "cpus", 0, "CPU time of each interpreter in a container, in cores (0.5: half of one); 0: no quota")
+}
+
+// limits are the per-interpreter limits the flags ask for.
+func (o *sandboxOptions) limits() sandbox.Limits {
+	return sandbox.Limits{MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus}
+}
+
+// callOptions say how each call is made.
+type callOptions struct {
+	jobs        int
+	unsafe      bool
+	callTimeout time.Duration
+}
+
+func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
+	d := engine.DefaultOptions()
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
+	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
+	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
+}
+
+// completeChoices offers a choice flag's values to shell completion.
+func completeChoices(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		c, ok := f.Value.(*choice)
+		if !ok {
+			continue
+		}
+		_ = cmd.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return c.choices, cobra.ShellCompDirectiveNoFileComp
+		})
+	}
+}
+
+// choice is a string flag with a fixed set of values, checked when the
+// flag is parsed.
+type choice struct {
+	p       *string
+	kind    string // what help calls the value
+	choices []string
+}
+
+func newChoice(p *string, kind, def string, choices []string) *choice {
+	*p = def
+	return &choice{p: p, kind: kind, choices: choices}
+}
+
+func (c *choice) String() string { return *c.p }
+func (c *choice) Type() string   { return c.kind }
+func (c *choice) Set(s string) error {
+	if !slices.Contains(c.choices, s) {
+		return fmt.Errorf("%q is not one of %s", s, strings.Join(c.choices, ", "))
+	}
+	*c.p = s
+	return nil
+}
+
+// size is a byte count written as people write them: 512MiB, 2GiB, 2g.
+type size struct{ p *int64 }
+
+func newSize(p *int64, def int64) *size {
+	*p = def
+	return &size{p}
+}
+
+func (s *size) String() string { return units.BytesSize(float64(*s.p)) }
+func (s *size) Type() string   { return "size" }
+func (s *size) Set(v string) error {
+	n, err := units.RAMInBytes(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a size: write it as 512MiB or 2GiB", v)
+	}
+	*s.p = n
+	return nil
+}

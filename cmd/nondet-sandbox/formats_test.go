@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// TestJUnitReadByJunitparser feeds --format junit to a real consumer,
+// Debian's python3-junitparser: one case per function, a failure for each
+// finding, a skip for each look or function not probed.
+func TestJUnitReadByJunitparser(t *testing.T) {
+	testenv.Integration(t)
+	python := testenv.Python(t)
+	if err := exec.Command(python, "-c", "import junitparser").Run(); err != nil {
+		testenv.Skip(t, "python3-junitparser is not installed (scripts/test-deps installs it)")
+	}
+	opts := testOptions(t, "host", 6)
+	opts.format = "junit"
+	var out, errOut bytes.Buffer
+	args := []string{"../../fixtures/known.py::epoch_year", "../../fixtures/known.py::dedup_sorted", "../../fixtures/precision/lazy.py", "../../fixtures/precision/blocks.py"}
+	if err := runRun(context.Background(), opts, args, &out, &errOut); !errors.Is(err, errFindings) {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	rep, _, _ := runJSON(t, append([]string{"--seed=6"}, args...)...)
+	want := map[string]string{}
+	for _, f := range rep.Functions {
+		want[f.ID] = map[string]string{"nondeterministic": "failure", "look": "skipped", "not-probed": "skipped"}[f.Verdict]
+		if want[f.ID] == "" {
+			want[f.ID] = "passed"
+		}
+	}
+	file := filepath.Join(t.TempDir(), "junit.xml")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys
+from junitparser import JUnitXml, Failure, Skipped
+for suite in JUnitXml.fromfile(sys.argv[1]):
+    for case in suite:
+        kind = "passed"
+        for r in case.result:
+            kind = "failure" if isinstance(r, Failure) else "skipped" if isinstance(r, Skipped) else "other"
+        print(suite.name + "::" + case.name, kind)
+`
+	got, err := exec.Command(python, "-c", script, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("junitparser could not read the report: %v\n%s", err, got)
+	}
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("junitparser read %d cases, the scan has %d functions:\n%s", len(lines), len(want), got)
+	}
+	for _, line := range lines {
+		id, kind, _ := strings.Cut(line, " ")
+		if want[id] != kind {
+			t.Errorf("%s: junitparser read %s, the verdict says %s", id, kind, want[id])
+		}
+	}
+}
+
+// TestGitHubAnnotationsPointAtTheDef: each --format github warning names
+// a file that exists from the repository root and the line of the def.
+func TestGitHubAnnotationsPointAtTheDef(t *testing.T) {
+	testenv.Integration(t)
+	opts := testOptions(t, "host", 6)
+	opts.format = "github"
+	var out, errOut bytes.Buffer
+	if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py::epoch_year", "../../fixtures/causes.py::from_timezone"}, &out, &errOut); !errors.Is(err, errFindings) {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	re := regexp.MustCompile(`(?m)^::warning file=([^,]+),line=(\d+),title=nondeterministic::(\S+) gave two answers`)
+	ms := re.FindAllStringSubmatch(out.String(), -1)
+	if len(ms) != 2 {
+		t.Fatalf("want 2 warnings, got %d:\n%s", len(ms), out.String())
+	}
+	for _, m := range ms {
+		src, err := os.ReadFile(filepath.Join(locationBase(), m[1]))
+		if err != nil {
+			t.Fatalf("the annotation's file is not there from the repository root: %v", err)
+		}
+		line, _ := strconv.Atoi(m[2])
+		lines := strings.Split(string(src), "\n")
+		name := m[3][strings.Index(m[3], "::")+2:]
+		if line < 1 || line > len(lines) || !strings.Contains(lines[line-1], "def "+name) {
+			t.Errorf("%s: line %d is not the def of %s", m[1], line, name)
+		}
+	}
+}

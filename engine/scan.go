@@ -472,6 +472,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 			facts[fn.Name] = fn.Facts
 		}
 		modRefusal, refused := gate.CheckModule(m.ModuleFacts, facts)
+		ignored := s.suppressions(f)
 		shadow := ""
 		if enforce {
 			shadow = shadowedBy(f.Path)
@@ -484,6 +485,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []
 				continue
 			}
 			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)
+			out.Suppressed = ignored[fn.Line]
 			why := signatureProblem(fn)
 			switch {
 			case why != "":

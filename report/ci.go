@@ -27,10 +27,14 @@ func WriteGitHub(w io.Writer, r *Report) error {
 	var b strings.Builder
 	for _, f := range r.Functions {
 		var kind, title, text string
-		switch f.Verdict {
-		case VerdictNondeterministic:
+		switch {
+		case f.IsSuppressed():
+			continue
+		case f.Verdict == VerdictNondeterministic && f.InBaseline:
+			kind, title, text = "notice", "nondeterministic (in the baseline)", findingText(f)
+		case f.Verdict == VerdictNondeterministic:
 			kind, title, text = "warning", "nondeterministic", findingText(f)
-		case VerdictLook:
+		case f.Verdict == VerdictLook:
 			kind, title, text = "notice", "look", f.ID+": "+f.Reason
 		default:
 			continue
@@ -109,11 +113,17 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		}
 		s := &out.Suites[i]
 		c := junitCase{Name: name, ClassName: strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", "."), File: where(f.ID), Line: f.Line}
-		switch f.Verdict {
-		case VerdictNondeterministic:
+		switch {
+		case f.IsSuppressed():
+			c.Skipped = &junitSkipped{Message: "nondeterministic, ignored in the source: " + findingText(f)}
+			s.Skipped++
+		case f.Verdict == VerdictNondeterministic && f.InBaseline:
+			c.Skipped = &junitSkipped{Message: "nondeterministic, in the baseline: " + findingText(f)}
+			s.Skipped++
+		case f.Verdict == VerdictNondeterministic:
 			c.Failure = &junitFailure{Message: "nondeterministic", Type: "nondeterministic", Text: findingText(f) + "\n" + witnessConditions(r, f)}
 			s.Failures++
-		case VerdictLook, VerdictNotProbed:
+		case f.Verdict == VerdictLook || f.Verdict == VerdictNotProbed:
 			c.Skipped = &junitSkipped{Message: f.Verdict + ": " + f.Reason}
 			s.Skipped++
 		}

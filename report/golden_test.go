@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
@@ -17,7 +18,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata fr
 // cross-run finding with causes and smells, an in-process finding, an
 // unattributed one, an order-sensitive function, one moved by another's
 // state and its culprit, a look, a not-probed function, a module that
-// failed and a condition that was skipped. No Python is needed.
+// failed, a condition that was skipped, a finding ignored in the source
+// and one the baseline had. No Python is needed.
 func synthetic() *Report {
 	run := func(id int, seed uint32, tz, order string) RunConditions {
 		return RunConditions{ID: id, HashSeed: seed, TZ: tz, Locale: "C.UTF-8", CallOrder: order, Hostname: "probe-a",
@@ -56,7 +58,12 @@ func synthetic() *Report {
 	f.Contained = []Event{{Kind: "timeout", Run: 1, Rung: 3, Detail: "ran past the 10s call limit"}}
 	f = r.AddFunction("pkg/a.py::many", 27)
 	f.Verdict, f.Reason = VerdictNotProbed, "4 required parameters: the ladder covers 0 to 3"
+	f = r.AddFunction("pkg/b.py::stamp", 5)
+	f.Verdict, f.Causes, f.Suppressed = VerdictNondeterministic, []string{"clock"}, &Suppression{Line: 5, Causes: []string{"clock"}}
+	f.Witness = &Witness{Rung: 0, Args: []string{}, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 1, Value: "V:2"}}}
 	r.Finish()
+	// A baseline that already had the in-process finding.
+	r.ApplyBaseline(&Report{Functions: []*Function{{ID: "pkg/a.py::counter", Verdict: VerdictNondeterministic, Causes: []string{BreakerRepeat}}}})
 	return r
 }
 
@@ -92,5 +99,43 @@ func TestRenderersGolden(t *testing.T) {
 				t.Errorf("%s differs from what the renderer writes now (go test ./report -update, then review the diff):\n%s", path, b.String())
 			}
 		})
+	}
+}
+
+// TestSuppressionsAndBaseline: an ignore comment covers a finding only when
+// it names every cause (or none); a baseline finding fails no more unless
+// it has a cause the baseline did not name.
+func TestSuppressionsAndBaseline(t *testing.T) {
+	for _, c := range []struct {
+		ignore, causes []string
+		want           bool
+	}{
+		{nil, []string{"hash-seed"}, true},
+		{[]string{"hash-seed"}, []string{"hash-seed"}, true},
+		{[]string{"hash-seed"}, []string{"hash-seed", "locale"}, false},
+		{[]string{"locale", "hash-seed"}, []string{"hash-seed", "locale"}, true},
+	} {
+		if got := (&Suppression{Causes: c.ignore}).Covers(c.causes); got != c.want {
+			t.Errorf("ignore%v over %v: %v", c.ignore, c.causes, got)
+		}
+	}
+	if (*Suppression)(nil).Covers([]string{"x"}) {
+		t.Error("no comment covers a finding")
+	}
+	r := synthetic()
+	var failing []string
+	for _, f := range r.Failing() {
+		failing = append(failing, f.ID)
+	}
+	if want := "pkg/a.py::both pkg/a.py::resolve"; strings.Join(failing, " ") != want {
+		t.Errorf("failing %v, want %s", failing, want)
+	}
+	if r.Census.Nondeterministic != 4 || r.Census.Suppressed != 1 || r.Census.InBaseline != 1 || len(r.Findings()) != 3 {
+		t.Errorf("census %+v, findings %d", r.Census, len(r.Findings()))
+	}
+	// A new cause is a new finding.
+	r.ApplyBaseline(&Report{Functions: []*Function{{ID: "pkg/a.py::resolve", Verdict: VerdictNondeterministic, Causes: []string{"locale"}}}})
+	if f := r.Function("pkg/a.py::resolve"); f.InBaseline {
+		t.Error("a finding with a cause the baseline did not name counts as known")
 	}
 }

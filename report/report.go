@@ -107,10 +107,40 @@ type Function struct {
 	Moves     []string   `json:"moves,omitempty"`
 	Rungs     RungCounts `json:"rungs"`
 	Contained []Event    `json:"contained,omitempty"`
+	// Suppressed is set when the def line says "# nondet: ignore" (all
+	// causes) or "# nondet: ignore[cause, ...]": the verdict stays; a
+	// finding whose causes are all ignored leaves the exit status and the
+	// text findings.
+	Suppressed *Suppression `json:"suppressed,omitempty"`
+	// InBaseline is set on a finding that the --baseline report already
+	// had (same id, no new cause): reported, but not failing.
+	InBaseline bool `json:"in_baseline,omitempty"`
 	// Smells are suspicions from the function's own body, never a verdict.
 	Smells []gate.Smell `json:"smells,omitempty"`
 	// Runs is how many fresh interpreters called this function.
 	Runs int `json:"runs"`
+}
+
+// Suppression is an ignore comment on a function's def line.
+type Suppression struct {
+	Line   int      `json:"line"`
+	Causes []string `json:"causes,omitempty"` // empty: every cause
+}
+
+// Covers says whether the comment ignores every one of causes.
+func (s *Suppression) Covers(causes []string) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.Causes) == 0 {
+		return true
+	}
+	for _, c := range causes {
+		if !slices.Contains(s.Causes, c) {
+			return false
+		}
+	}
+	return len(causes) > 0
 }
 
 // Witness is the input and two answers that disagreed.
@@ -167,6 +197,10 @@ type Census struct {
 	// function left. Neither is a finding.
 	OrderSensitive int `json:"order_sensitive"`
 	MovedByOthers  int `json:"moved_by_others"`
+	// Suppressed counts findings ignored in the source, InBaseline those
+	// the baseline already had: both are among Nondeterministic.
+	Suppressed int `json:"suppressed,omitempty"`
+	InBaseline int `json:"in_baseline,omitempty"`
 }
 
 // RunConditions are every condition of one run, written into the report so
@@ -220,6 +254,11 @@ func (r *Report) Finish() {
 		switch f.Verdict {
 		case VerdictNondeterministic:
 			r.Census.Nondeterministic++
+			if f.IsSuppressed() {
+				r.Census.Suppressed++
+			} else if f.InBaseline {
+				r.Census.InBaseline++
+			}
 		case VerdictDeterministic:
 			r.Census.Deterministic++
 		case VerdictLook:
@@ -231,15 +270,62 @@ func (r *Report) Finish() {
 	}
 }
 
-// Findings are the nondeterministic functions.
+// Findings are the nondeterministic functions, but those ignored in the
+// source.
 func (r *Report) Findings() []*Function {
 	var out []*Function
 	for _, f := range r.Functions {
-		if f.Verdict == VerdictNondeterministic {
+		if f.Verdict == VerdictNondeterministic && !f.IsSuppressed() {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// Failing are the findings that fail a scan: neither ignored in the
+// source nor in the baseline.
+func (r *Report) Failing() []*Function {
+	var out []*Function
+	for _, f := range r.Findings() {
+		if !f.InBaseline {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// IsSuppressed says whether an ignore comment covers this finding's causes.
+func (f *Function) IsSuppressed() bool {
+	return f.Verdict == VerdictNondeterministic && f.Suppressed.Covers(f.Causes)
+}
+
+// ApplyBaseline marks the findings that base already had: the same id,
+// and no cause base did not name. It returns how many it marked.
+func (r *Report) ApplyBaseline(base *Report) int {
+	known := map[string][]string{}
+	for _, f := range base.Functions {
+		if f.Verdict == VerdictNondeterministic {
+			known[f.ID] = f.Causes
+		}
+	}
+	n := 0
+	for _, f := range r.Functions {
+		causes, ok := known[f.ID]
+		if f.Verdict != VerdictNondeterministic || !ok {
+			continue
+		}
+		f.InBaseline = true
+		for _, c := range f.Causes {
+			if !slices.Contains(causes, c) {
+				f.InBaseline = false
+			}
+		}
+		if f.InBaseline {
+			n++
+		}
+	}
+	r.Finish()
+	return n
 }
 
 // Replayable is what replay re-runs: the witness of a finding, or the two

@@ -49,9 +49,15 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		// function's location and name and the rule, never its line.
 		sum := sha256.Sum256([]byte(rule + "\x00" + uri + "\x00" + strings.SplitN(f.ID, "::", 2)[1]))
 		res.WithPartialFingerPrints(map[string]interface{}{"nondetSandboxFunction/v1": hex.EncodeToString(sum[:16])})
+		if f.IsSuppressed() {
+			res.WithSuppression([]*sarif.Suppression{sarif.NewSuppression("inSource").WithJustifcation("# nondet: ignore on the def line")})
+		}
 		props := sarif.NewPropertyBag()
 		props.Add("id", f.ID)
 		props.Add("causes", f.Causes)
+		if f.InBaseline {
+			props.Add("inBaseline", true)
+		}
 		if f.Witness != nil {
 			props.Add("witness", f.Witness)
 		}

@@ -38,7 +38,11 @@ func WriteText(w io.Writer, r *Report) error {
 	where := r.locator()
 	for _, f := range findings {
 		wt := f.Witness
-		p.f("%s:%d: nondeterministic  %s\n", where(f.ID), max(f.Line, 1), f.ID)
+		known := ""
+		if f.InBaseline {
+			known = "   (in the baseline: does not fail the scan)"
+		}
+		p.f("%s:%d: nondeterministic  %s%s\n", where(f.ID), max(f.Line, 1), f.ID, known)
 		order := ""
 		if wt.OrderOnly {
 			order = "   (order only)"
@@ -66,6 +70,18 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if len(findings) > 0 {
 		p.f("  a witness is a fact: each of these functions gave two answers to one input\n")
+	}
+	var ignored []string
+	for _, f := range r.Functions {
+		if f.IsSuppressed() {
+			ignored = append(ignored, fmt.Sprintf("%s:%d: %s (causes: %s)", where(f.ID), f.Suppressed.Line, f.ID, strings.Join(f.Causes, ", ")))
+		}
+	}
+	if len(ignored) > 0 {
+		p.f("\nignored in the source (# nondet: ignore) — %d, nondeterministic all the same:\n", len(ignored))
+		for _, line := range ignored {
+			p.f("%s\n", line)
+		}
 	}
 	var sensitive []*Function
 	for _, f := range r.Functions {
@@ -134,6 +150,9 @@ func WriteText(w io.Writer, r *Report) error {
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	if c.Suppressed > 0 || c.InBaseline > 0 {
+		p.f("of the nondeterministic: %d ignored in the source · %d in the baseline · %d failing\n", c.Suppressed, c.InBaseline, len(r.Failing()))
+	}
 	if c.OrderSensitive > 0 || c.MovedByOthers > 0 {
 		p.f("beside the verdicts: %d order-sensitive · %d moved only by state other functions left\n", c.OrderSensitive, c.MovedByOthers)
 	}

@@ -45,13 +45,9 @@ func newReplayCommand() *cobra.Command {
 }
 
 func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stderr io.Writer, runtimeSet, pythonSet bool) error {
-	data, err := os.ReadFile(opts.report)
+	rep, err := readReport(opts.report, "--report")
 	if err != nil {
-		return usageErrorf("--report: %v", err)
-	}
-	var rep report.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return usageErrorf("--report %s is not a nondet-sandbox JSON report: %v", opts.report, err)
+		return err
 	}
 	// Replay where the scan ran, with what it ran, unless told otherwise.
 	if !runtimeSet && rep.Runtime != "" {
@@ -71,7 +67,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		Private: true, Limits: opts.limits(),
 		CacheDir: cacheDir(), Version: version, Notes: stderr,
 	}
-	got, f, err := engine.Replay(ctx, eo, &rep, id, opts.root)
+	got, f, err := engine.Replay(ctx, eo, rep, id, opts.root)
 	if err != nil {
 		return err
 	}
@@ -106,4 +102,17 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	}
 	fmt.Fprintln(stdout, "not reproduced exactly: the answers moved (a clock, an RNG, an address, or the calls before it)")
 	return nil
+}
+
+// readReport reads a JSON report that flag names.
+func readReport(path, flag string) (*report.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Tool.Name == "" {
+		return nil, usageErrorf("%s %s is not a nondet-sandbox JSON report (write one with --format json)", flag, path)
+	}
+	return &rep, nil
 }

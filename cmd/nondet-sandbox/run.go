@@ -38,6 +38,7 @@ type runOptions struct {
 	measure   bool
 	smellRuns int
 	orderFree []string
+	baseline  string
 }
 
 // formats are --format's values for a scan's report.
@@ -56,6 +57,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
+	fs.StringVar(&o.baseline, "baseline", "", "a JSON report of an earlier scan: every finding is reported, but only those it did not have (by id and cause) fail the scan")
 }
 
 func newRunCommand() *cobra.Command {
@@ -170,6 +172,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	var base *report.Report
+	if opts.baseline != "" {
+		if base, err = readReport(opts.baseline, "--baseline"); err != nil {
+			return err
+		}
+	}
 	// The report's file is opened before the scan, so a path that cannot
 	// be written fails at once, not after every probe has run.
 	out := stdout
@@ -216,10 +224,13 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	if base != nil {
+		rep.ApplyBaseline(base)
+	}
 	if err := writeReport(out, opts.format, rep); err != nil {
 		return err
 	}
-	if len(rep.Findings()) > 0 {
+	if len(rep.Failing()) > 0 {
 		return errFindings
 	}
 	return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,7 @@ func TestSameRelativePathUnderTwoTargets(t *testing.T) {
 	}
 	ta, _ := ParseTarget(filepath.Join(dir, "a"))
 	tb, _ := ParseTarget(filepath.Join(dir, "b"))
-	files, err := findSources([]Target{ta, tb})
+	files, err := findSources([]Target{ta, tb}, Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +100,35 @@ func TestShardsBySize(t *testing.T) {
 	s.opts.Shards = 1
 	if got := s.shardsFor(probes, func(*probe) int { return shardCalls }); got != 1 {
 		t.Errorf("with Shards 1: %d shards", got)
+	}
+}
+
+// TestFilterIncludeExclude: globs relative to the base; a pattern without
+// a slash matches a name at any depth; an excluded folder excludes what it
+// holds; include narrows first.
+func TestFilterIncludeExclude(t *testing.T) {
+	base := "/p"
+	for _, c := range []struct {
+		include, exclude []string
+		path             string
+		want             bool
+	}{
+		{nil, nil, "/p/src/a.py", true},
+		{nil, []string{"tests"}, "/p/src/tests/test_a.py", false},
+		{nil, []string{"test_*.py"}, "/p/src/test_a.py", false},
+		{nil, []string{"test_*.py"}, "/p/src/a.py", true},
+		{nil, []string{"src/vendor"}, "/p/src/vendor/x/y.py", false},
+		{nil, []string{"src/vendor/"}, "/p/src/vendored.py", true},
+		{[]string{"src/**/*.py"}, nil, "/p/src/a/b.py", true},
+		{[]string{"src/**/*.py"}, nil, "/p/tools/b.py", false},
+		{[]string{"src/**"}, []string{"**/_*.py"}, "/p/src/_private.py", false},
+	} {
+		f := Filter{Base: base, Include: c.include, Exclude: c.exclude}
+		if got := f.keeps(c.path); got != c.want {
+			t.Errorf("include %v exclude %v: %s kept %v, want %v", c.include, c.exclude, c.path, got, c.want)
+		}
+	}
+	if err := (Filter{Exclude: []string{"src/[a"}}).check(); err == nil || !errors.Is(err, ErrUsage) {
+		t.Errorf("a bad pattern: %v", err)
 	}
 }

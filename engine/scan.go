@@ -50,7 +50,7 @@ type scan struct {
 
 // Scan discovers, plans, runs and judges the functions under targets.
 func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
-	src, err := Resolve(targets)
+	src, err := Resolve(targets, Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +105,13 @@ type Sources struct {
 // Len is the number of Python files found.
 func (s *Sources) Len() int { return len(s.files) }
 
-// Resolve walks the targets for Python files; finding none is
-// ErrNoSources, most likely a wrong path.
-func Resolve(targets []Target) (*Sources, error) {
-	files, err := findSources(targets)
+// Resolve walks the targets for the Python files filter keeps; finding
+// none is ErrNoSources, most likely a wrong path.
+func Resolve(targets []Target, filter Filter) (*Sources, error) {
+	if err := filter.check(); err != nil {
+		return nil, err
+	}
+	files, err := findSources(targets, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +123,7 @@ func Resolve(targets []Target) (*Sources, error) {
 
 // openTargets finds the targets' sources and opens a scan over them.
 func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, func(), error) {
-	src, err := Resolve(targets)
+	src, err := Resolve(targets, Filter{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,10 +98,75 @@ func commonDir(dirs []string) string {
 	return common
 }
 
+// Filter narrows what a walk of a directory target reads: a file is read
+// when it matches an include pattern (or none is given) and no exclude
+// pattern. Patterns are doublestar globs (src/**/*.py) matched against the
+// path relative to Base; one without a slash matches a name at any depth
+// (tests, test_*.py), and an excluded directory excludes what it holds.
+// A file named on the command line is always read.
+type Filter struct {
+	Base    string
+	Include []string
+	Exclude []string
+}
+
+// check says what is wrong with a pattern, for the user.
+func (f Filter) check() error {
+	for _, p := range append(append([]string{}, f.Include...), f.Exclude...) {
+		if !doublestar.ValidatePattern(p) {
+			return &usageError{fmt.Sprintf("%q is not a glob pattern (src/**/*.py, tests)", p)}
+		}
+	}
+	return nil
+}
+
+// keeps says whether a file found under a directory target is read.
+func (f Filter) keeps(path string) bool {
+	if len(f.Include) == 0 && len(f.Exclude) == 0 {
+		return true
+	}
+	rel, err := filepath.Rel(f.Base, path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = path
+	}
+	rel = filepath.ToSlash(rel)
+	if len(f.Include) > 0 && !matchAny(f.Include, rel, false) {
+		return false
+	}
+	return !matchAny(f.Exclude, rel, true)
+}
+
+// matchAny matches rel against patterns; with dirs, a pattern that
+// matches one of rel's folders matches rel too.
+func matchAny(patterns []string, rel string, dirs bool) bool {
+	parts := strings.Split(rel, "/")
+	for _, p := range patterns {
+		p = strings.TrimSuffix(p, "/")
+		if ok, _ := doublestar.Match(p, rel); ok {
+			return true
+		}
+		for i := range parts {
+			if !dirs && i < len(parts)-1 {
+				continue
+			}
+			if !strings.Contains(p, "/") {
+				if ok, _ := doublestar.Match(p, parts[i]); ok {
+					return true
+				}
+			} else if i < len(parts)-1 {
+				if ok, _ := doublestar.Match(p, strings.Join(parts[:i+1], "/")); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // findSources walks the targets. Symlinked directories (and so symlink
 // loops), hidden directories, __pycache__ and non-.py files are skipped
 // without a word; duplicates across targets are listed once.
-func findSources(targets []Target) ([]sourceFile, error) {
+func findSources(targets []Target, filter Filter) ([]sourceFile, error) {
 	var out []sourceFile
 	seen := map[string]bool{}
 	add := func(t Target, path string) {
@@ -135,6 +202,9 @@ func findSources(targets []Target) ([]sourceFile, error) {
 				return nil
 			}
 			if !strings.HasSuffix(name, ".py") {
+				return nil
+			}
+			if !filter.keeps(path) {
 				return nil
 			}
 			if d.Type()&fs.ModeSymlink != 0 {

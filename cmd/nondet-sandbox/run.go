@@ -39,6 +39,11 @@ type runOptions struct {
 	smellRuns int
 	orderFree []string
 	baseline  string
+	include   []string
+	exclude   []string
+	config    string
+	noConfig  bool
+	configDir string // the config file's folder: include and exclude are relative to it
 }
 
 // formats are --format's values for a scan's report.
@@ -57,6 +62,10 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
+	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this glob (src/**/*.py; repeatable)")
+	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this glob (tests, **/_vendor/**; repeatable)")
+	fs.StringVar(&o.config, "config", "", "read settings from this TOML file instead of the pyproject.toml found from the first target upward")
+	fs.BoolVar(&o.noConfig, "no-config", false, "read no config file")
 	fs.StringVar(&o.baseline, "baseline", "", "a JSON report of an earlier scan: every finding is reported, but only those it did not have (by id and cause) fail the scan")
 }
 
@@ -70,6 +79,11 @@ func newRunCommand() *cobra.Command {
   nondet-sandbox run --format json --seed 7 fixtures/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := opts.configure(cmd.Flags(), args)
+			if err != nil {
+				return err
+			}
+			opts.configDir = dir
 			return runRun(cmd.Context(), opts, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -168,7 +182,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	src, err := engine.Resolve(targets)
+	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude}
+	if filter.Base == "" {
+		filter.Base, _ = os.Getwd()
+	}
+	src, err := engine.Resolve(targets, filter)
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,9 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 	}
 	rep := s.newReport(s.files, disc, s.loc)
 	for _, t := range targets {
-		rep.Targets = append(rep.Targets, t.Arg)
+		if !slices.Contains(rep.Targets, t.Arg) { // a package's modules share their site-packages
+			rep.Targets = append(rep.Targets, t.Arg)
+		}
 	}
 	probes := s.selectProbes(s.files, disc, rep)
 	s.mainShards = planShards(probes, s.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))

@@ -35,19 +35,38 @@ type Report struct {
 	Seed    uint64 `json:"seed"`
 	// Targets are the command line's paths as given, so `replay` can find
 	// the scanned files again from the same folder.
-	Targets        []string          `json:"targets"`
-	CallerHashSeed string            `json:"caller_pythonhashseed,omitempty"`
-	Runs           []RunConditions   `json:"runs"`
-	Skipped        []sandbox.Support `json:"conditions_skipped"`
-	Modules        []Module          `json:"modules"`
-	Functions      []*Function       `json:"functions"`
-	Census         Census            `json:"census"`
-	Processes      int               `json:"processes"`
-	Calls          int               `json:"calls"`
+	Targets        []string `json:"targets"`
+	CallerHashSeed string   `json:"caller_pythonhashseed,omitempty"`
+	// Packages are the installed distributions scanned (--package,
+	// --all-packages), each with its own census.
+	Packages  []Package         `json:"packages,omitempty"`
+	Runs      []RunConditions   `json:"runs"`
+	Skipped   []sandbox.Support `json:"conditions_skipped"`
+	Modules   []Module          `json:"modules"`
+	Functions []*Function       `json:"functions"`
+	Census    Census            `json:"census"`
+	Processes int               `json:"processes"`
+	Calls     int               `json:"calls"`
 	// Measurements differ from scan to scan by nature, so they are only
 	// written when asked for (--measure); without them two scans with one
 	// seed are byte-identical.
 	Measurements *Measurements `json:"measurements,omitempty"`
+}
+
+// Package is one installed distribution a scan audited: ids of its
+// functions start with one of its top-level modules.
+type Package struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Modules []string `json:"modules"`
+	Census  Census   `json:"census"`
+}
+
+// owns says whether a function id belongs to the package.
+func (p *Package) owns(id string) bool {
+	file, _, _ := strings.Cut(id, "::")
+	top, _, _ := strings.Cut(file, "/")
+	return slices.Contains(p.Modules, top)
 }
 
 // Measurements are what the sandbox measured of each worker.
@@ -240,33 +259,46 @@ func (r *Report) AddFunction(id string, line int) *Function {
 	return f
 }
 
-// Finish orders functions and counts the census.
+// Finish orders functions and counts the census, of the whole scan and
+// of each package.
 func (r *Report) Finish() {
 	sort.SliceStable(r.Functions, func(i, j int) bool { return r.Functions[i].ID < r.Functions[j].ID })
 	r.Census = Census{Looks: []string{}}
+	for i := range r.Packages {
+		r.Packages[i].Census = Census{Looks: []string{}}
+	}
 	for _, f := range r.Functions {
-		if f.OrderSensitive != nil {
-			r.Census.OrderSensitive++
-		}
-		if f.MovedBy != nil {
-			r.Census.MovedByOthers++
-		}
-		switch f.Verdict {
-		case VerdictNondeterministic:
-			r.Census.Nondeterministic++
-			if f.IsSuppressed() {
-				r.Census.Suppressed++
-			} else if f.InBaseline {
-				r.Census.InBaseline++
+		r.Census.count(f)
+		for i := range r.Packages {
+			if r.Packages[i].owns(f.ID) {
+				r.Packages[i].Census.count(f)
 			}
-		case VerdictDeterministic:
-			r.Census.Deterministic++
-		case VerdictLook:
-			r.Census.Look++
-			r.Census.Looks = append(r.Census.Looks, f.ID)
-		default:
-			r.Census.NotProbed++
 		}
+	}
+}
+
+func (c *Census) count(f *Function) {
+	if f.OrderSensitive != nil {
+		c.OrderSensitive++
+	}
+	if f.MovedBy != nil {
+		c.MovedByOthers++
+	}
+	switch f.Verdict {
+	case VerdictNondeterministic:
+		c.Nondeterministic++
+		if f.IsSuppressed() {
+			c.Suppressed++
+		} else if f.InBaseline {
+			c.InBaseline++
+		}
+	case VerdictDeterministic:
+		c.Deterministic++
+	case VerdictLook:
+		c.Look++
+		c.Looks = append(c.Looks, f.ID)
+	default:
+		c.NotProbed++
 	}
 }
 

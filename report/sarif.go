@@ -63,6 +63,11 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		}
 		res.AttachPropertyBag(props)
 	}
+	if len(r.Packages) > 0 {
+		props := sarif.NewPropertyBag()
+		props.Add("packages", r.Packages)
+		run.AttachPropertyBag(props)
+	}
 	report.AddRun(run)
 	return report.PrettyWrite(w)
 }

@@ -150,6 +150,11 @@ func WriteText(w io.Writer, r *Report) error {
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	for _, pk := range r.Packages {
+		pc := pk.Census
+		p.f("  %s %s: %d nondeterministic · %d deterministic · %d look · %d not probed\n", pk.Name, pk.Version,
+			pc.Nondeterministic, pc.Deterministic, pc.Look, pc.NotProbed)
+	}
 	if c.Suppressed > 0 || c.InBaseline > 0 {
 		p.f("of the nondeterministic: %d ignored in the source · %d in the baseline · %d failing\n", c.Suppressed, c.InBaseline, len(r.Failing()))
 	}

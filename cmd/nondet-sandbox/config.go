@@ -28,10 +28,11 @@ import (
 //	call-timeout = "10s"
 //	private = false
 //	memory = "2GiB"
+//	package = ["requests"]           # installed distributions to audit
 
 // configKeys are the keys the file may set, each a flag of run.
 var configKeys = []string{"runtime", "runs", "jobs", "python", "include", "exclude", "order-free", "call-timeout",
-	"private", "memory", "pids", "cpus", "smell-runs", "format", "seccomp", "userns", "image", "oci-runtime"}
+	"private", "memory", "pids", "cpus", "smell-runs", "format", "seccomp", "userns", "image", "oci-runtime", "package", "all-packages"}
 
 // pathKeys hold paths, which the file gives relative to itself.
 var pathKeys = map[string]bool{"python": true}
@@ -139,15 +140,18 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 
 // configure applies the project's config file to the flags the command
 // line left alone: --config FILE, else the pyproject.toml found from the
-// first target upward, unless --no-config. It returns the file's folder,
+// first target (or the working directory) upward, unless --no-config. It returns the file's folder,
 // which include and exclude patterns are relative to ("" for none).
 func (o *runOptions) configure(fs *pflag.FlagSet, args []string) (string, error) {
 	if o.noConfig {
 		return "", nil
 	}
 	path := o.config
-	if path == "" && len(args) > 0 {
-		start, _, _ := strings.Cut(args[0], "::")
+	if path == "" {
+		start := "."
+		if len(args) > 0 {
+			start, _, _ = strings.Cut(args[0], "::")
+		}
 		abs, err := filepath.Abs(start)
 		if err != nil {
 			return "", nil

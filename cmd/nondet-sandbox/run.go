@@ -44,6 +44,8 @@ type runOptions struct {
 	config    string
 	noConfig  bool
 	configDir string // the config file's folder: include and exclude are relative to it
+	packages  []string
+	allPkgs   bool
 }
 
 // formats are --format's values for a scan's report.
@@ -64,6 +66,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this glob (src/**/*.py; repeatable)")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this glob (tests, **/_vendor/**; repeatable)")
+	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution by name, in the environment of --python (repeatable); ids are relative to its site-packages")
+	fs.BoolVar(&o.allPkgs, "all-packages", false, "scan every distribution installed in the environment of --python, with a census per distribution")
 	fs.StringVar(&o.config, "config", "", "read settings from this TOML file instead of the pyproject.toml found from the first target upward")
 	fs.BoolVar(&o.noConfig, "no-config", false, "read no config file")
 	fs.StringVar(&o.baseline, "baseline", "", "a JSON report of an earlier scan: every finding is reported, but only those it did not have (by id and cause) fail the scan")
@@ -77,7 +81,12 @@ func newRunCommand() *cobra.Command {
 		Example: `  nondet-sandbox run src/
   nondet-sandbox run src/util.py::normalise
   nondet-sandbox run --format json --seed 7 fixtures/`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !opts.allPkgs && len(opts.packages) == 0 {
+				return usageErrorf("give a PATH to scan, or --package NAME, or --all-packages")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := opts.configure(cmd.Flags(), args)
 			if err != nil {
@@ -182,6 +191,16 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	var pkgs []engine.Package
+	if len(opts.packages) > 0 || opts.allPkgs {
+		if opts.runtimeName == "docker" {
+			return usageErrorf("--package reads the environment of --python on this machine; the docker runtime probes with its image's interpreter: use another runtime")
+		}
+		if pkgs, err = engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs); err != nil {
+			return err
+		}
+		targets = append(targets, engine.PackageTargets(pkgs)...)
+	}
 	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude}
 	if filter.Base == "" {
 		filter.Base, _ = os.Getwd()
@@ -241,6 +260,10 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	rep, err := engine.ScanSources(ctx, eo, src)
 	if err != nil {
 		return err
+	}
+	if len(pkgs) > 0 {
+		rep.Packages = engine.ReportPackages(pkgs)
+		rep.Finish()
 	}
 	if base != nil {
 		rep.ApplyBaseline(base)

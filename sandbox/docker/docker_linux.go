@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,10 +18,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
 
@@ -340,4 +344,42 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// BuildImage builds the probe image from dockerfile (its own context: the
+// Dockerfile copies nothing in) as tag through the engine, writing the
+// build's output to log. It fails when the engine cannot fetch the base
+// image, which is what happens with no registry: then build the base
+// offline (images/build-offline.sh).
+func BuildImage(ctx context.Context, dockerfile []byte, tag string, log io.Writer) error {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return fmt.Errorf("docker: %v; check DOCKER_HOST", err)
+	}
+	defer cli.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		return sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), or point DOCKER_HOST at it", cli.DaemonHost()))
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(dockerfile); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true})
+	if err != nil {
+		return fmt.Errorf("docker build: %v", firstLine(err.Error()))
+	}
+	defer resp.Body.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, log, 0, false, nil); err != nil {
+		return fmt.Errorf("docker build: %v", firstLine(err.Error()))
+	}
+	return nil
 }

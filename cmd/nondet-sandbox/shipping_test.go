@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+)
+
+// buildBinary builds the command as a user installs it, into a folder of
+// its own, and returns that folder.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	out, err := exec.Command("go", "build", "-tags", "seccomp", "-o", filepath.Join(bin, "nondet-sandbox"), ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestPreCommitHook runs the repository's hook through Debian's pre-commit
+// (try-repo, on a scratch repository): a file with a nondeterministic
+// function fails the commit and names it; a deterministic one passes.
+func TestPreCommitHook(t *testing.T) {
+	testenv.Integration(t)
+	testenv.NeedRoot(t) // the hook runs the default runtime
+	if _, err := exec.LookPath("pre-commit"); err != nil {
+		testenv.Skip(t, "pre-commit is not installed (scripts/test-deps installs it)")
+	}
+	bin := buildBinary(t)
+	self, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	files := map[string]string{
+		"bad.py":  "def tags(words):\n    return list({w + '!' for w in words})\n",
+		"good.py": "def tags(words):\n    return sorted({w + '!' for w in words})\n",
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+home, "PRE_COMMIT_HOME="+filepath.Join(home, "cache"),
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = repo, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	hook := func(file string) (string, error) {
+		cmd := exec.Command("pre-commit", "try-repo", self, "nondet-sandbox", "--files", file)
+		cmd.Dir, cmd.Env = repo, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := hook("bad.py")
+	if err == nil || !strings.Contains(out, "nondeterministic  bad.py::tags") || !regexp.MustCompile(`nondet-sandbox\.+Failed`).MatchString(out) {
+		t.Errorf("a nondeterministic function did not fail the hook (%v):\n%s", err, out)
+	}
+	out, err = hook("good.py")
+	if err != nil || !regexp.MustCompile(`nondet-sandbox\.+Passed`).MatchString(out) {
+		t.Errorf("a deterministic function failed the hook (%v):\n%s", err, out)
+	}
+}
+
+// TestActionRunsTheCommand reads action.yml (with PyYAML) and checks that
+// the command line its scan step runs is one the run command takes.
+func TestActionRunsTheCommand(t *testing.T) {
+	python := testenv.Python(t)
+	script := `import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s in doc["runs"]["steps"]],
+                  "inputs": sorted(doc["inputs"])}))`
+	out, err := exec.Command(python, "-c", script, "../../action.yml").CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "No module named 'yaml'") {
+			testenv.Skip(t, "PyYAML is not installed (scripts/test-deps installs it)")
+		}
+		t.Fatalf("action.yml does not read as YAML: %v\n%s", err, out)
+	}
+	var doc struct {
+		Using  string   `json:"using"`
+		Runs   []string `json:"runs"`
+		Inputs []string `json:"inputs"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Using != "composite" {
+		t.Errorf("runs.using is %q", doc.Using)
+	}
+	cmd := newRunCommand()
+	checked := 0
+	for _, run := range doc.Runs {
+		for _, line := range strings.Split(run, "\n") {
+			_, after, ok := strings.Cut(line, `/bin/nondet-sandbox" run `)
+			if !ok {
+				continue
+			}
+			for _, word := range strings.Fields(after) {
+				if name, ok := strings.CutPrefix(word, "--"); ok {
+					if cmd.Flags().Lookup(name) == nil {
+						t.Errorf("the action passes --%s, which run does not take", name)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("found no nondet-sandbox run command line in action.yml")
+	}
+}

@@ -76,6 +76,7 @@ func TestRenderersGolden(t *testing.T) {
 		render func(*bytes.Buffer, *Report) error
 	}{
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) }},
+		{"report.color.txt", func(b *bytes.Buffer, r *Report) error { return WriteTextColor(b, r, true) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
 		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
 		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r) }},

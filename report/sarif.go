@@ -2,6 +2,7 @@ package report
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"encoding/hex"
 	"io"
 	"path"
@@ -62,6 +63,25 @@ func WriteSARIF(w io.Writer, r *Report) error {
 			props.Add("witness", f.Witness)
 		}
 		res.AttachPropertyBag(props)
+	}
+	// What the scan could not do, for whoever reads the run: each condition
+	// that was not varied and each module that could not be read.
+	inv := run.AddInvocation(true)
+	for _, sk := range r.Skipped {
+		inv.AddToolConfigurationNotification(sarif.NewNotification().WithLevel("note").
+			WithTextMessage(fmt.Sprintf("%s not varied: %s", sk.Condition, sk.Reason)))
+	}
+	for _, m := range r.Modules {
+		if m.Status == "ok" {
+			continue
+		}
+		uri := m.Location
+		if uri == "" {
+			uri = where(m.Path)
+		}
+		n := sarif.NewNotification().WithLevel("warning").WithTextMessage(fmt.Sprintf("%s: %s: %s", m.Path, m.Status, m.Error))
+		n.AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri))))
+		inv.AddTToolExecutionNotification(n)
 	}
 	if len(r.Packages) > 0 {
 		props := sarif.NewPropertyBag()

@@ -17,8 +17,12 @@ func WriteJSON(w io.Writer, r *Report) error {
 
 // WriteText writes the report for people: findings first, each with its
 // witness, then the other verdicts and a census.
-func WriteText(w io.Writer, r *Report) error {
-	p := &printer{w: w}
+func WriteText(w io.Writer, r *Report) error { return WriteTextColor(w, r, false) }
+
+// WriteTextColor is WriteText, in colour when color is set (a terminal
+// that has not asked for none: NO_COLOR, TERM=dumb).
+func WriteTextColor(w io.Writer, r *Report, color bool) error {
+	p := &printer{w: w, color: color}
 	p.f("nondet-sandbox %s · runtime %s · %d runs · seed %d · %d interpreters started\n",
 		r.Tool.Version, r.Runtime, len(r.Runs), r.Seed, r.Processes)
 	if r.CallerHashSeed != "" {
@@ -28,7 +32,11 @@ func WriteText(w io.Writer, r *Report) error {
 		p.f("note: %s not varied: %s\n", s.Condition, s.Reason)
 	}
 	findings := r.Findings()
-	p.f("\nFINDINGS — %d", len(findings))
+	head := green
+	if len(findings) > 0 {
+		head = red
+	}
+	p.f("\n%sFINDINGS — %d%s", p.on(head), len(findings), p.on(reset))
 	if len(findings) > 0 {
 		p.f(", each with a witness:")
 	}
@@ -42,7 +50,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if f.InBaseline {
 			known = "   (in the baseline: does not fail the scan)"
 		}
-		p.f("%s:%d: nondeterministic  %s%s\n", where(f.ID), max(f.Line, 1), f.ID, known)
+		p.f("%s:%d: %snondeterministic%s  %s%s%s%s\n", where(f.ID), max(f.Line, 1), p.on(red), p.on(reset), p.on(bold), f.ID, p.on(reset), known)
 		order := ""
 		if wt.OrderOnly {
 			order = "   (order only)"
@@ -113,7 +121,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if len(fs) == 0 {
 			continue
 		}
-		p.f("\n%s — %d\n", g.title, len(fs))
+		p.f("\n%s%s — %d%s\n", p.on(groupColor[g.verdict]), g.title, len(fs), p.on(reset))
 		for _, f := range fs {
 			reason := f.Reason
 			if g.verdict == VerdictDeterministic {
@@ -168,8 +176,31 @@ func WriteText(w io.Writer, r *Report) error {
 }
 
 type printer struct {
-	w   io.Writer
-	err error
+	w     io.Writer
+	err   error
+	color bool
+}
+
+// ansi is a terminal escape the renderer writes itself: its own type, so
+// f does not escape it as it escapes what the scanned code wrote.
+type ansi string
+
+const (
+	reset  ansi = "\x1b[0m"
+	bold   ansi = "\x1b[1m"
+	red    ansi = "\x1b[1;31m"
+	green  ansi = "\x1b[32m"
+	yellow ansi = "\x1b[33m"
+)
+
+var groupColor = map[string]ansi{VerdictDeterministic: green, VerdictLook: yellow, VerdictNotProbed: bold}
+
+// on is the escape when in colour, else nothing.
+func (p *printer) on(a ansi) ansi {
+	if !p.color {
+		return ""
+	}
+	return a
 }
 
 // f prints with every string argument made safe for a terminal: names,

@@ -248,7 +248,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),
 	}
-	if !opts.quiet && isTerminal(stderr) {
+	if !opts.quiet && isTerminal(stderr) && os.Getenv("TERM") != "dumb" {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("probing"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
 		eo.Progress = func(done, planned int) {
@@ -268,7 +268,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if base != nil {
 		rep.ApplyBaseline(base)
 	}
-	if err := writeReport(out, opts.format, rep); err != nil {
+	if err := writeReport(out, opts.format, rep, colorful(out)); err != nil {
 		return err
 	}
 	if len(rep.Failing()) > 0 {
@@ -277,8 +277,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	return nil
 }
 
-// writeReport writes rep in one of formats.
-func writeReport(w io.Writer, format string, rep *report.Report) error {
+// writeReport writes rep in one of formats; text in colour when color.
+func writeReport(w io.Writer, format string, rep *report.Report, color bool) error {
 	switch format {
 	case "json":
 		return report.WriteJSON(w, rep)
@@ -289,7 +289,13 @@ func writeReport(w io.Writer, format string, rep *report.Report) error {
 	case "junit":
 		return report.WriteJUnit(w, rep)
 	}
-	return report.WriteText(w, rep)
+	return report.WriteTextColor(w, rep, color)
+}
+
+// colorful says whether w is a terminal that takes colour: not when
+// NO_COLOR is set (no-color.org) or TERM is dumb.
+func colorful(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
 func isTerminal(w io.Writer) bool {

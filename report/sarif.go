@@ -2,8 +2,8 @@ package report
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"path"
 	"strings"

@@ -307,12 +307,18 @@ class Relay(unittest.TestCase):
         self.assertTrue(rel.tampered)
         self.assertEqual(len(sent), 3)
 
-    def test_an_import_start_is_acknowledged_once_passed_on(self):
+    def test_an_imports_start_and_end_are_acknowledged_once_passed_on(self):
+        # The end too: a function that kills the parent right after its
+        # import must not leave the engine believing the import still runs.
         ch = _Sent()
         r, w = os.pipe()
         rel = worker._Relay(self.PLAN, ch, 0, 2, 0, set(), w, worker.CallMark())
-        rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n')
+        rel._lines(b'{"k":"is","m":0}\n')
         self.assertEqual(os.read(r, 10), b".")
+        self.assertEqual([x["k"] for x in ch.records], ["is"])
+        rel._lines(b'{"k":"id","m":0}\n{"k":"r","i":0,"v":"V:1"}\n')
+        self.assertEqual(os.read(r, 10), b".")
+        self.assertEqual([x["k"] for x in ch.records], ["is", "id", "r"])
         os.close(r)
         os.close(w)
 

@@ -46,8 +46,8 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
 A call's start is not a record: the child marks it in memory it shares
 with the parent (CallMark), which names the call a child dies or hangs in
 and holds each call to its limit. Results go child -> parent -> engine in
-batches (FLUSH_RECORDS, FLUSH_SECONDS); only an import's start waits for the
-parent to have passed it on.
+batches (FLUSH_RECORDS, FLUSH_SECONDS); only an import's start and end wait
+for the parent to have passed them on.
 
 A probe plan's "segments" split its calls into lone runs, a child each.
 """
@@ -554,9 +554,10 @@ class Channel:
         self.since = 0.0
 
     def step(self, rec):
-        """Sends the start of an import and, in a child, waits until the
-        parent has passed it on: the engine knows which module runs before
-        any of it runs, whatever it then does to the parent."""
+        """Sends the start or the end of an import and, in a child, waits
+        until the parent has passed it on: the engine knows which module
+        runs, and that its import is over, before any of it runs, whatever
+        it then does to the parent."""
         self.send(rec, flush=True)
         if self.acks is not None and os.read(self.acks, 1) != b".":
             os._exit(0)  # the parent is gone
@@ -1197,7 +1198,7 @@ class _Relay:
             return
         if kind != "end":
             self.ch.send(out, flush=kind in ("is", "id", "if"))
-        if kind == "is":
+        if kind in ("is", "id", "if"):
             try:
                 os.write(self.acks, b".")
             except OSError:
@@ -1255,9 +1256,11 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             state.after_import()
             state.restore()
             if isinstance(loaded[mi], str):
-                ch.send({"k": "if", "m": mi, "err": loaded[mi]}, flush=True)
+                ch.step({"k": "if", "m": mi, "err": loaded[mi]})
             else:
-                ch.send({"k": "id", "m": mi}, flush=True)
+                # Acknowledged too: a function that kills the parent must
+                # not leave the engine believing the import still runs.
+                ch.step({"k": "id", "m": mi})
         mod = loaded[mi]
         if isinstance(mod, str):
             continue

@@ -81,6 +81,7 @@ func TestRenderersGolden(t *testing.T) {
 		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
 		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r) }},
 		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return WriteJUnit(b, r) }},
+		{"report.html", func(b *bytes.Buffer, r *Report) error { return WriteHTML(b, r) }},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var b bytes.Buffer

@@ -97,3 +97,80 @@ func TestGitHubAnnotationsPointAtTheDef(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLInChromium renders --format html in Debian's headless chromium
+// and checks what a person would see: every finding's id and both its
+// answers, the census chart, and a page whose script ran without an error
+// (a page with a broken script, rendered the same way, is caught).
+func TestHTMLInChromium(t *testing.T) {
+	testenv.Integration(t)
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		testenv.Skip(t, "no chromium (scripts/test-deps installs Debian's)")
+	}
+	render := func(page string) (dom, log string) {
+		t.Helper()
+		cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+			"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium: %v\n%s", err, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	scriptError := regexp.MustCompile(`CONSOLE.*(Uncaught|Error)`)
+	broken := filepath.Join(t.TempDir(), "broken.html")
+	if err := os.WriteFile(broken, []byte(`<!DOCTYPE html><html><body><p>x</p><script>undefinedFunction();</script></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, log := render(broken); !scriptError.MatchString(log) {
+		t.Fatalf("the check cannot see a script error; chromium's log:\n%s", log)
+	}
+
+	opts := testOptions(t, "host", 6)
+	opts.format = "html"
+	page := filepath.Join(t.TempDir(), "report.html")
+	opts.output = page
+	args := []string{"../../fixtures/known.py", "../../fixtures/precision/blocks.py"}
+	if err := runRun(context.Background(), opts, args, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+		t.Fatal(err)
+	}
+	rep, _, _ := runJSON(t, append([]string{"--seed=6"}, args...)...)
+	src, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(`(src|href)="(https?:)?//`).Match(src) {
+		t.Error("the page fetches something from elsewhere")
+	}
+	dom, log := render(page)
+	if m := scriptError.FindString(log); m != "" {
+		t.Errorf("a script error in the page: %s", m)
+	}
+	if !strings.Contains(dom, `data-ready="yes"`) {
+		t.Error("the page's script did not run to its end")
+	}
+	if !strings.Contains(dom, `id="census-chart"`) {
+		t.Error("no census chart")
+	}
+	findings := 0
+	for _, f := range rep.Functions {
+		if f.Verdict != "nondeterministic" {
+			continue
+		}
+		findings++
+		if !strings.Contains(dom, `data-id="`+f.ID+`"`) {
+			t.Errorf("finding %s is not on the page", f.ID)
+		}
+	}
+	if findings == 0 || strings.Count(dom, "<article") != findings {
+		t.Errorf("%d findings in the report, %d on the page", findings, strings.Count(dom, "<article"))
+	}
+}

@@ -49,13 +49,13 @@ type runOptions struct {
 }
 
 // formats are --format's values for a scan's report.
-var formats = []string{"text", "json", "sarif", "github", "junit"}
+var formats = []string{"text", "json", "sarif", "github", "junit", "html"}
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
 	o.sandboxOptions.AddFlags(fs)
 	o.callOptions.AddFlags(fs)
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif (code scanning), github (workflow annotations) or junit (test reports)")
+	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
@@ -288,6 +288,8 @@ func writeReport(w io.Writer, format string, rep *report.Report, color bool) err
 		return report.WriteGitHub(w, rep)
 	case "junit":
 		return report.WriteJUnit(w, rep)
+	case "html":
+		return report.WriteHTML(w, rep)
 	}
 	return report.WriteTextColor(w, rep, color)
 }

@@ -87,12 +87,18 @@ func FindPackages(ctx context.Context, python string, names []string, all bool) 
 	if all {
 		which = "all"
 	}
-	arg, _ := json.Marshal(names)
+	arg, _ := json.Marshal(append([]string{}, names...))
 	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", packagesScript, string(arg), which, path)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, &usageError{fmt.Sprintf("%s could not list its installed distributions (%v)", path, err)}
+		last := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndex(last, "\n"); i >= 0 {
+			last = last[i+1:]
+		}
+		return nil, &usageError{fmt.Sprintf("%s could not list its installed distributions (%v: %s)", path, err, last)}
 	}
 	var res struct {
 		Found   []Package `json:"found"`

@@ -11,7 +11,7 @@ TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test test-unit build deps corpus test-deps docker image bench
+.PHONY: demo test test-unit build deps corpus test-deps runsc docker image bench
 
 deps:
 	@scripts/deps
@@ -23,6 +23,11 @@ corpus:
 # What the tests read the reports with (junitparser for --format junit).
 test-deps:
 	@scripts/test-deps
+
+# gVisor's runsc for the oci runtime's runsc tests (built from the module
+# proxy when missing).
+runsc:
+	@scripts/runsc
 
 build: deps
 	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/nondet-sandbox
@@ -43,7 +48,7 @@ image: docker
 test-unit:
 	$(GO) test -short -count=1 ./...
 
-test: deps corpus test-deps image
+test: deps corpus test-deps runsc image
 	$(GO) test -race -tags "$(TAGS)" -count=1 -p 1 -timeout 45m ./...
 
 bench: build

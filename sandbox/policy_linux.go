@@ -158,7 +158,7 @@ func roBind(src, dst string) specs.Mount {
 //
 // The shell closes the record channel and the input once the job has them:
 // a probe could otherwise open them again through /proc/1/fd.
-const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&-; wait $p; exit $?`
+const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
 
 // asShim limits the address space of the job it then becomes (in KiB):
 // the rootless policy's memory limit.

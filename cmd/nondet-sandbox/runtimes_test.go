@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -21,12 +22,24 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 	// Each runtime in a subtest of its own: one that is missing here does
 	// not discard the others' comparison.
 	verdicts := map[string]map[string]string{}
-	for _, rt := range []string{"embedded", "oci", "docker", "host"} {
+	for _, rt := range []string{"embedded", "oci", "docker", "host", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
-			opts := testOptions(t, rt, 21)
+			name := rt
+			if rt == "runsc" { // the oci runtime on gVisor's runsc
+				name = "oci"
+			}
+			opts := testOptions(t, name, 21)
+			if rt == "runsc" {
+				if opts.ociRuntime = os.Getenv("NONDET_SANDBOX_RUNSC"); opts.ociRuntime == "" {
+					opts.ociRuntime = "runsc"
+				}
+			}
 			opts.smellRuns = 0
 			var out, errOut bytes.Buffer
 			err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &out, &errOut)
+			if rt == "runsc" && err != nil && strings.Contains(err.Error(), "cannot start a sandbox on this host") {
+				testenv.HostCannot(t, err.Error())
+			}
 			if errors.Is(err, engine.ErrRuntime) {
 				testenv.Skip(t, rt+" runtime unavailable: "+err.Error())
 			}

@@ -10,12 +10,11 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/fifochan"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
@@ -36,8 +35,6 @@ const DefaultImage = "nondet-sandbox-probe:latest"
 // ScanLabel labels every container with its scan's id.
 const ScanLabel = "nondet-sandbox.scan"
 
-// chanDir is where the record channel's FIFO appears inside.
-const chanDir = "/nondet-chan"
 
 // Runtime is the Docker backend.
 type Runtime struct {
@@ -113,39 +110,23 @@ var seccompOpt = func() string {
 	return "seccomp=" + string(b)
 }()
 
-// shim opens the record channel as fd 3, the input as fd 4 and the marks
-// as fd 5, sets the
-// umask, forks until the next pid is the run's (see sandbox's pidShim),
-// and runs the interpreter as a child, so the shell stays pid 1; it closes
-// both descriptors once the interpreter has them, so no probe reaches them
-// through /proc/1/fd.
-const shim = `exec 3>"$1" 4<"$2" 5>"$3" || exit 125; umask "$4"; t=$5; shift 5; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
+// shim runs once fifochan.Open has opened the record channel, the input
+// and the marks as fds 3, 4 and 5: it sets the umask, forks until the next
+// pid is the run's (see sandbox's pidShim), and runs the interpreter as a
+// child, so the shell stays pid 1; it closes the three descriptors once
+// the interpreter has them, so no probe reaches them through /proc/1/fd.
+const shim = `umask "$1"; t=$2; shift 2; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
 
 // Run creates, starts, waits for and removes one container.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
 	r := s
-	chanHost := filepath.Join(job.Scratch, "chan")
-	if err := os.MkdirAll(chanHost, 0o711); err != nil {
+	// Docker passes no descriptors: the channel, the input and the marks
+	// are FIFOs in a folder bound read-only into the container.
+	ch, err := fifochan.Make(filepath.Join(job.Scratch, "chan"))
+	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(chanHost, 0o711); err != nil {
-		return nil, err
-	}
-	// Docker passes no descriptors: the channel and the input are FIFOs in
-	// a folder bound into the container, unlinked as soon as the shim has
-	// opened both, so no path inside leads to them once the worker runs.
-	fifo, input, marks := filepath.Join(chanHost, "records"), filepath.Join(chanHost, "input"), filepath.Join(chanHost, "marks")
-	for _, f := range []struct {
-		path string
-		mode os.FileMode
-	}{{fifo, 0o622}, {input, 0o644}, {marks, 0o622}} {
-		if err := syscall.Mkfifo(f.path, uint32(f.mode)); err != nil {
-			return nil, fmt.Errorf("record channel: %w", err)
-		}
-		if err := os.Chmod(f.path, f.mode); err != nil {
-			return nil, err
-		}
-	}
+	defer ch.Finish()
 
 	c := job.Cond
 	home := c.Home
@@ -157,7 +138,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		tmpfsSize = sandbox.DefaultTmpfsBytes
 	}
 	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: chanHost, Target: chanDir, ReadOnly: true},
+		{Type: mount.TypeBind, Source: ch.Dir, Target: fifochan.Inside, ReadOnly: true},
 		// Docker mounts a world-writable /dev/mqueue; cover it.
 		{Type: mount.TypeTmpfs, Target: "/dev/mqueue", ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096}},
 	}
@@ -195,7 +176,8 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	umask := fmt.Sprintf("%04o", c.Umask)
 	// The image's own ENV (LANG, PYTHON_VERSION, GPG_KEY in the official
 	// images) must not reach the probe: env -i gives it exactly the job's.
-	cmd := []string{"/bin/sh", "-c", shim, "sh", chanDir + "/records", chanDir + "/input", chanDir + "/marks", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i"}
+	cmd := append(append([]string{"/bin/sh", "-c", fifochan.Open, "sh"}, ch.Args()...),
+		"/bin/sh", "-c", shim, "sh", umask, strconv.Itoa(c.PidFloor), "/usr/bin/env", "-i")
 	cmd = append(append(cmd, job.Env...), job.Argv...)
 	cfg := &container.Config{
 		Image: r.image, Cmd: cmd, Env: job.Env, WorkingDir: job.Dir, Hostname: c.Hostname,
@@ -222,52 +204,9 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		defer close(copied)
 		_, _ = stdcopy.StdCopy(job.Stdout, job.Stderr, att.Reader)
 	}()
-	// The FIFOs' ends: each open blocks until the shim opens the other end,
-	// records first. Once both are open both names go, and only then does
-	// the input flow, so the worker has read it only when no path is left.
-	relayed, opened, marked, marksOpened := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(relayed)
-		f, err := os.Open(fifo)
-		close(opened)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		_, _ = io.Copy(job.Records, f)
-	}()
-	go func() {
-		defer close(marked)
-		f, err := os.Open(marks) // opened by the shim after the input
-		close(marksOpened)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		if job.Marks != nil {
-			_, _ = io.Copy(job.Marks, f)
-		} else {
-			_, _ = io.Copy(io.Discard, f)
-		}
-	}()
-	go func() {
-		f, err := os.OpenFile(input, os.O_WRONLY, 0)
-		<-opened
-		<-marksOpened
-		os.Remove(fifo)
-		os.Remove(input)
-		os.Remove(marks)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		if job.Input != nil {
-			_, _ = io.Copy(f, job.Input)
-		}
-	}()
+	ch.Serve(job)
 	waitC, errC := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		unblock(fifo, input, marks)
 		return nil, fmt.Errorf("docker: start: %v", firstLine(err.Error()))
 	}
 	exit := &sandbox.Exit{}
@@ -277,14 +216,11 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case err := <-errC:
 		cleanup.Do(ctx, 10*time.Second, func(kctx context.Context) { _ = r.cli.ContainerKill(kctx, id, "KILL") })
 		if ctx.Err() == nil {
-			unblock(fifo, input, marks)
 			return nil, fmt.Errorf("docker: wait: %v", firstLine(err.Error()))
 		}
 		exit.Signal = "SIGKILL"
 	}
-	unblock(fifo, input, marks)
-	<-relayed
-	<-marked
+	ch.Finish()
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
@@ -295,19 +231,6 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		}
 	})
 	return exit, nil
-}
-
-// unblock releases the FIFOs' ends still waiting for the shim (the
-// container ended, or never started, before opening them).
-func unblock(fifo, input, marks string) {
-	for _, w := range []string{fifo, marks} {
-		if f, err := os.OpenFile(w, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	}
-	if f, err := os.OpenFile(input, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-		f.Close()
-	}
 }
 
 // Sweep removes the containers of scans that no longer run.

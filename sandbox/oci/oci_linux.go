@@ -2,13 +2,14 @@ package oci
 
 import (
 	"context"
+
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/fifochan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -37,12 +39,16 @@ func DefaultOptions() Options {
 type Runtime struct {
 	opts   Options
 	binary string
+	help   string   // the runtime's own lists of flags: --help, run --help, and runsc's flags
+	global []string // flags before the subcommand that this runtime takes
 	keep   []string // ["--keep"] when the runtime's run takes it
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
-// New checks that the binary exists and answers.
+// New checks that the binary exists, answers, and (gVisor's runsc, which
+// cannot start on every host) can start a sandbox here: a scan that cannot
+// run is refused here, in one line, not inside its first probe.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	bin, err := exec.LookPath(opts.Binary)
 	if err != nil {
@@ -51,24 +57,78 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if os.Geteuid() != 0 {
 		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the oci runtime needs root on this machine; run as root, or use --runtime docker or --runtime host")
 	}
-	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err != nil {
-		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(out)))
+	version, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	if err != nil {
+		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not answer --version: %v: %s", bin, err, firstLine(version)))
 	}
 	rt := &Runtime{opts: opts, binary: bin}
-	// Only flags the runtime's own `run --help` lists are passed. The
-	// record channel reaches the probe through --preserve-fds: a runtime
-	// without it (gVisor's runsc) is refused here, in one line, not inside
-	// the first probe. With --keep the container, and so its cgroup,
-	// outlives its process until the delete after it: its peak memory and
-	// OOM kills can still be read.
-	help, _ := exec.CommandContext(ctx, bin, "run", "--help").CombinedOutput()
-	if !strings.Contains(string(help), "--preserve-fds") {
-		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not take --preserve-fds (its `run --help` does not list it), which the record channel needs; use runc or crun, or --runtime embedded", bin))
+	// Only flags the runtime's own help lists are passed. The record
+	// channel reaches the probe through FIFOs in a read-only bind (as on
+	// Docker), which every runtime takes; gVisor's runsc opens a host FIFO
+	// only with --host-fifo=open. With --keep the container, and so its
+	// cgroup, outlives its process until the delete after it: its peak
+	// memory and OOM kills can still be read.
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"flags"}} {
+		out, _ := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+		rt.help += string(out) + "\n"
 	}
-	if strings.Contains(string(help), "--keep") {
+	for _, f := range []string{"log", "log-format"} {
+		if !rt.takes(f) {
+			return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("OCI runtime %s does not list --%s in its help; use runc, crun or runsc, or --runtime embedded", bin, f))
+		}
+	}
+	if rt.takes("host-fifo") {
+		rt.global = append(rt.global, "--host-fifo=open")
+	}
+	if rt.takes("keep") {
 		rt.keep = []string{"--keep"}
 	}
+	if strings.HasPrefix(string(version), "runsc") {
+		if err := canStartRunsc(ctx, bin); err != nil {
+			return nil, err
+		}
+	}
 	return rt, nil
+}
+
+// takes says whether the runtime's help lists the flag.
+func (r *Runtime) takes(flag string) bool {
+	return regexp.MustCompile(`(^|\s)--?` + regexp.QuoteMeta(flag) + `(\s|=|,|$)`).MatchString(r.help)
+}
+
+// canStartRunsc asks runsc to start a sandbox that runs /bin/true, as
+// `runsc do` does, and says in one line why it cannot: on some hosts (a
+// virtual machine without what gVisor's platform needs) none starts.
+func canStartRunsc(ctx context.Context, bin string) error {
+	dir, err := os.MkdirTemp("", "nondet-sandbox-runsc-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	logs := filepath.Join(dir, "logs") + "/"
+	out, err := exec.CommandContext(ctx, bin, "--root", filepath.Join(dir, "state"), "--network=none", "--debug", "--debug-log="+logs,
+		"do", "/bin/true").CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	why := firstLine(out)
+	// The sandbox's own logs say what failed first, more plainly than do.
+	if files, _ := filepath.Glob(logs + "*"); len(files) > 0 {
+		re := regexp.MustCompile(`FATAL ERROR: (.*)`)
+		for _, f := range files {
+			if strings.HasSuffix(f, ".do.txt") {
+				continue
+			}
+			data, _ := os.ReadFile(f)
+			if m := re.FindSubmatch(data); m != nil {
+				why = string(m[1])
+				break
+			}
+		}
+	}
+	return sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("runsc cannot start a sandbox on this host (runsc do /bin/true: %s); use --runtime embedded", why))
 }
 
 func (r *Runtime) Name() string { return "oci" }
@@ -97,17 +157,27 @@ func (s *session) runtime(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, s.binary, append([]string{"--root", s.cs.StateDir}, args...)...)
 }
 
-// Run writes the job's bundle and runs it with `<runtime> run`, passing
-// the record channel as fd 3 and the input as fd 4 (--preserve-fds).
+// Run writes the job's bundle and runs it with `<runtime> run`.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
 	r, cs := s, s.cs
-	if err := cs.Ensure(job); err != nil {
-		return nil, err
-	}
-	spec, err := cs.Policy(job, r.opts.UserNS, r.opts.Seccomp).Spec(job)
+	// The channel, the input and the marks are FIFOs in a folder bound
+	// read-only into the container, opened as fds 3, 4 and 5 by the
+	// container's first shell: no runtime flag passes descriptors.
+	ch, err := fifochan.Make(filepath.Join(job.Scratch, "chan"))
 	if err != nil {
 		return nil, err
 	}
+	defer ch.Finish()
+	bound := *job
+	bound.Binds = append(append([]sandbox.Bind(nil), job.Binds...), sandbox.Bind{Source: ch.Dir, Target: fifochan.Inside})
+	if err := cs.Ensure(&bound); err != nil {
+		return nil, err
+	}
+	spec, err := cs.Policy(&bound, r.opts.UserNS, r.opts.Seccomp).Spec(&bound)
+	if err != nil {
+		return nil, err
+	}
+	spec.Process.Args = append(append([]string{"/bin/sh", "-c", fifochan.Open, "sh"}, ch.Args()...), spec.Process.Args...)
 	bundle := filepath.Join(job.Scratch, "bundle")
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		return nil, err
@@ -123,17 +193,17 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	// the probe's too, and what the scanned code prints must never pass
 	// for the runtime failing.
 	logPath := filepath.Join(job.Scratch, "runtime.log")
-	args := []string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json", "run", "--bundle", bundle, "--preserve-fds", strconv.Itoa(len(job.Files()))}
-	args = append(append(args, s.keep...), job.ID)
+	args := append([]string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json"}, s.global...)
+	args = append(append(append(args, "run", "--bundle", bundle), s.keep...), job.ID)
 	cmd := exec.Command(r.binary, args...)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
-	cmd.ExtraFiles = job.Files()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s run: %w", r.binary, err)
 	}
+	ch.Serve(job)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -145,6 +215,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}()
 	werr := cmd.Wait()
 	close(done)
+	ch.Finish()
 	paths := map[string]string{"memory": cgroupscan.Dir("memory", cs.ID, job.ID), "": cgroupscan.Dir("", cs.ID, job.ID)}
 	exit := &sandbox.Exit{PeakMemory: cgroupscan.PeakMemory(paths), OOMKilled: cgroupscan.OOMKilled(paths)}
 	cleanup.Do(ctx, 10*time.Second, func(dctx context.Context) { _ = r.runtime(dctx, "delete", "--force", job.ID).Run() })

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -49,12 +51,12 @@ func TestContract(t *testing.T) {
 	conformance.Contract(t, newRuntime(t), func() []string { return conformance.Leftovers(oci.DefaultOptions().StateRoot) })
 }
 
-// TestRuntimeWithoutPreserveFdsIsRefusedEarly: a runtime whose run does not
-// take --preserve-fds (gVisor's runsc) is refused by New in one line, not
-// inside the first probe.
-func TestRuntimeWithoutPreserveFdsIsRefusedEarly(t *testing.T) {
+// TestRuntimeWithoutLogFlagsIsRefusedEarly: a runtime whose help does not
+// list a flag the backend needs is refused by New in one line, not inside
+// the first probe.
+func TestRuntimeWithoutLogFlagsIsRefusedEarly(t *testing.T) {
 	testenv.NeedRoot(t)
-	fake := filepath.Join(t.TempDir(), "fake-runsc")
+	fake := filepath.Join(t.TempDir(), "fake-runtime")
 	script := "#!/bin/sh\ncase \"$1\" in --version) echo fake 1.0;; run) echo 'usage: run [--bundle dir] id';; esac\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -62,8 +64,64 @@ func TestRuntimeWithoutPreserveFdsIsRefusedEarly(t *testing.T) {
 	opts := oci.DefaultOptions()
 	opts.Binary = fake
 	_, err := oci.New(context.Background(), opts)
-	if err == nil || !errors.Is(err, sandbox.ErrNotInstalled) || !strings.Contains(err.Error(), "--preserve-fds") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("want a one-line refusal naming --preserve-fds, got %v", err)
+	if err == nil || !errors.Is(err, sandbox.ErrNotInstalled) || !strings.Contains(err.Error(), "does not list --log") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("want a one-line refusal naming --log, got %v", err)
+	}
+}
+
+// TestOnlyFlagsTheRuntimeLists runs the contract suite through a wrapper
+// that logs every command line given to runc, and checks each flag
+// against runc's own help: the record channel needs none (no
+// --preserve-fds), so any OCI runtime takes it.
+func TestOnlyFlagsTheRuntimeLists(t *testing.T) {
+	testenv.NeedRoot(t)
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		testenv.Skip(t, "runc is not installed")
+	}
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "argv")
+	wrapper := filepath.Join(dir, "runc")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + logFile + "\nexec " + runc + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := oci.DefaultOptions()
+	opts.Binary = wrapper
+	rt, err := oci.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Contract(t, rt, func() []string { return conformance.Leftovers(opts.StateRoot) })
+	var help strings.Builder
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"kill", "--help"}, {"delete", "--help"}} {
+		out, _ := exec.Command(runc, args...).CombinedOutput()
+		help.Write(out)
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, " run ") {
+			runs++
+		}
+		for _, word := range strings.Fields(line) {
+			if !strings.HasPrefix(word, "-") {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
+			if !regexp.MustCompile(`(^|\s)--?` + regexp.QuoteMeta(name) + `\b`).MatchString(help.String()) {
+				t.Errorf("runc was given %s, which its help does not list: %s", word, line)
+			}
+		}
+		if strings.Contains(line, "preserve-fds") {
+			t.Errorf("the record channel still needs --preserve-fds: %s", line)
+		}
+	}
+	if runs == 0 {
+		t.Fatal("the wrapper saw no run")
 	}
 }
 
@@ -71,4 +129,40 @@ func TestRuntimeWithoutPreserveFdsIsRefusedEarly(t *testing.T) {
 // honest module's verdicts, technique by technique.
 func TestIntegrity(t *testing.T) {
 	conformance.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
+}
+
+// runsc is gVisor's runtime for the tests: $NONDET_SANDBOX_RUNSC, else
+// runsc on PATH (scripts/runsc builds it), else "".
+func runsc() string {
+	if p := os.Getenv("NONDET_SANDBOX_RUNSC"); p != "" {
+		return p
+	}
+	p, _ := exec.LookPath("runsc")
+	return p
+}
+
+// TestRunsc runs the contract suite and the hostile fixtures on gVisor's
+// runsc where it can start a sandbox. Where it cannot (on this kind of
+// virtual machine none starts), New must say so in one line with runsc's
+// own error, and the test says plainly that the host cannot run it: the
+// one skip the no-skip rule allows.
+func TestRunsc(t *testing.T) {
+	testenv.NeedRoot(t)
+	bin := runsc()
+	if bin == "" {
+		testenv.Skip(t, "runsc is not installed (scripts/runsc builds it)")
+	}
+	opts := oci.DefaultOptions()
+	opts.Binary = bin
+	rt, err := oci.New(context.Background(), opts)
+	if err != nil {
+		msg := err.Error()
+		if !strings.Contains(msg, "runsc cannot start a sandbox on this host (runsc do /bin/true: ") || strings.Contains(msg, "\n") {
+			t.Fatalf("want one line saying why runsc cannot start, got %q", msg)
+		}
+		testenv.HostCannot(t, msg)
+	}
+	leftovers := func() []string { return conformance.Leftovers(opts.StateRoot) }
+	conformance.Contract(t, rt, leftovers)
+	conformance.Run(t, conformance.Env{Runtime: rt, Python: testenv.Python(t), HostileDir: "../../fixtures/hostile", Leftovers: leftovers})
 }

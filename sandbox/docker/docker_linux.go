@@ -35,7 +35,6 @@ const DefaultImage = "nondet-sandbox-probe:latest"
 // ScanLabel labels every container with its scan's id.
 const ScanLabel = "nondet-sandbox.scan"
 
-
 // Runtime is the Docker backend.
 type Runtime struct {
 	cli   *client.Client

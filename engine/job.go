@@ -367,5 +367,9 @@ func (s *scan) interpreterArgv() []string {
 	if s.opts.Runtime.Isolated() {
 		argv = append(argv, "-B")
 	}
-	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", "worker.py")))
+	worker := "worker.py"
+	if s.worker != "" {
+		worker = s.worker
+	}
+	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", worker)))
 }

@@ -29,6 +29,7 @@ type scan struct {
 	id        string // names every resource of this scan, after scanlock.Prefix
 	scratch   string // host directory for the worker, plans and job scratch
 	python    string // the interpreter, as an absolute path
+	worker    string // the worker's bytecode in shared/, when it could be compiled
 	binds     []sandbox.Bind
 	runs      []RunConditions
 	loc       locales
@@ -226,6 +227,9 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	}
 	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
 		return nil, nil, err
+	}
+	if !inImage {
+		s.worker = compileWorker(ctx, s.python, filepath.Join(s.scratch, "shared"))
 	}
 	s.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
 	if err != nil {

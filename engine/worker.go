@@ -1,6 +1,12 @@
 package engine
 
-import _ "embed"
+import (
+	"context"
+	_ "embed"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
 
 // workerSource is the Python side of every probe: discovery by ast, the
 // ladder, canonical answers and the record channel. It is a real file in the
@@ -12,3 +18,20 @@ var workerSource []byte
 // WorkerSource is the worker, for tools that measure against it (bench's
 // floor calls exactly the worker's rungs).
 func WorkerSource() []byte { return workerSource }
+
+// compileWorker compiles the worker once for the scan, with the
+// interpreter that runs it (isolated, without site: nothing of the
+// scanned environment runs on the host), into dir/worker.pyc, so no
+// interpreter of the scan compiles it again: about 10 ms of each start.
+// It returns the file's name in dir, or "" to run the source.
+func compileWorker(ctx context.Context, python, dir string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	const script = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
+	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", script, filepath.Join(dir, "worker.py"), filepath.Join(dir, "worker.pyc"))
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	if err := cmd.Run(); err != nil {
+		return ""
+	}
+	return "worker.pyc"
+}

@@ -81,16 +81,14 @@ func newRunCommand() *cobra.Command {
 		Example: `  nondet-sandbox run src/
   nondet-sandbox run src/util.py::normalise
   nondet-sandbox run --format json --seed 7 fixtures/`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !opts.allPkgs && len(opts.packages) == 0 {
-				return usageErrorf("give a PATH to scan, or --package NAME, or --all-packages")
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := opts.configure(cmd.Flags(), args)
 			if err != nil {
 				return err
+			}
+			// After the config file, which may name the packages.
+			if len(args) == 0 && !opts.allPkgs && len(opts.packages) == 0 {
+				return usageErrorf("give a PATH to scan, or --package NAME, or --all-packages (or package in pyproject.toml)")
 			}
 			opts.configDir = dir
 			return runRun(cmd.Context(), opts, args, cmd.OutOrStdout(), cmd.ErrOrStderr())

@@ -76,7 +76,45 @@ func NewParent(scan sandbox.Scan) (interface{ Delete() error }, error) {
 	return cg, nil
 }
 
-// v1Hierarchy is the controllers the scan's parent limits.
+// NewJob makes a job's cgroup under the scan's parent with the job's
+// limits, for a runtime that joins a cgroup it finds without changing it
+// and removes only what it made (gVisor's runsc): the job's memory
+// statistics and OOM kills stay readable after it ends, until Delete.
+func NewJob(scanID, jobID string, res *specs.LinuxResources) (interface{ Delete() error }, error) {
+	path := JobPath(scanID, jobID)
+	if cgroups.Mode() == cgroups.Unified {
+		m, err := cgroup2.NewManager("/sys/fs/cgroup", path, cgroup2.ToResources(res))
+		if err != nil {
+			return nil, fmt.Errorf("job cgroup %s: %w", path, err)
+		}
+		return m, nil
+	}
+	cg, err := cgroup1.New(cgroup1.StaticPath(path), res, cgroup1.WithHierarchy(v1JobHierarchy))
+	if err != nil {
+		return nil, fmt.Errorf("job cgroup %s: %w", path, err)
+	}
+	return cg, nil
+}
+
+// v1JobHierarchy is the controllers a job's limits use.
+func v1JobHierarchy() ([]cgroup1.Subsystem, error) {
+	all, err := cgroup1.Default()
+	if err != nil {
+		return nil, err
+	}
+	var out []cgroup1.Subsystem
+	for _, s := range all {
+		switch s.Name() {
+		case cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset, cgroup1.Cpu:
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// v1Hierarchy is the controllers the scan's parent limits, and cpuset,
+// whose parent must hold the CPUs and memory nodes its jobs take (runc
+// copies them down itself; gVisor's runsc does not).
 func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	all, err := cgroup1.Default()
 	if err != nil {
@@ -85,7 +123,7 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	var out []cgroup1.Subsystem
 	for _, s := range all {
 		switch s.Name() {
-		case cgroup1.Memory, cgroup1.Pids:
+		case cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset:
 			out = append(out, s)
 		}
 	}

@@ -8,8 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
@@ -62,7 +65,7 @@ func Open(scan sandbox.Scan, stateRoot string, rootless bool) (*Scan, func(conte
 		// A runtime removes each job's cgroup but not the scan's level it
 		// made in the hierarchies the parent does not limit.
 		cgroupscan.Sweep(func(id string) bool { return id != scan.ID })
-		if err := os.RemoveAll(s.StateDir); err != nil {
+		if err := removeState(s.StateDir); err != nil {
 			errs = append(errs, err)
 		}
 		return errors.Join(errs...)
@@ -114,14 +117,43 @@ func Sweep(stateRoot string, alive func(string) bool, destroy func(stateDir, con
 			continue
 		}
 		dir := filepath.Join(stateRoot, s.Name())
-		ctrs, _ := os.ReadDir(dir)
-		for _, c := range ctrs {
-			destroy(dir, c.Name())
-			removed = append(removed, "container "+c.Name())
+		for _, id := range containerIDs(dir) {
+			destroy(dir, id)
+			removed = append(removed, "container "+id)
 		}
-		if os.RemoveAll(dir) == nil {
+		if removeState(dir) == nil {
 			removed = append(removed, "state directory "+dir)
 		}
 	}
 	return append(removed, cgroupscan.Sweep(alive)...)
+}
+
+// removeState removes a runtime's state directory, after detaching what a
+// runtime left mounted in it (gVisor's runsc binds a network namespace
+// there, "null-netns", and leaves it).
+func removeState(dir string) error {
+	mounts, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = unix.Unmount(mounts[i].Mountpoint, unix.MNT_DETACH)
+	}
+	return os.RemoveAll(dir)
+}
+
+// runscState names a container's state file in runsc's state directory.
+var runscState = regexp.MustCompile(`^.+_sandbox:(.+)\.state$`)
+
+// containerIDs lists the containers a runtime's state directory holds: a
+// folder each for runc and crun, a state file each for runsc (whose other
+// files, a lock, a socket, a network namespace, are no container).
+func containerIDs(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		} else if m := runscState.FindStringSubmatch(e.Name()); m != nil {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
 }

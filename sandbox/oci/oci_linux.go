@@ -42,6 +42,7 @@ type Runtime struct {
 	help   string   // the runtime's own lists of flags: --help, run --help, and runsc's flags
 	global []string // flags before the subcommand that this runtime takes
 	keep   []string // ["--keep"] when the runtime's run takes it
+	runsc  bool     // gVisor's: the job's cgroup is made for it (see Run)
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -87,6 +88,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		if err := canStartRunsc(ctx, bin); err != nil {
 			return nil, err
 		}
+		rt.runsc = true
 	}
 	return rt, nil
 }
@@ -128,7 +130,13 @@ func canStartRunsc(ctx context.Context, bin string) error {
 			}
 		}
 	}
-	return sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("runsc cannot start a sandbox on this host (runsc do /bin/true: %s); use --runtime embedded", why))
+	hint := "use --runtime embedded"
+	if strings.Contains(why, "/proc/self/exe") {
+		// Seen with a runsc built by a plain go install: cgo makes it a
+		// dynamic binary, which cannot run again inside its own sandbox.
+		hint = "a runsc built with cgo does this: build it static (CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@...), or use --runtime embedded"
+	}
+	return sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf("runsc cannot start a sandbox on this host (runsc do /bin/true: %s); %s", why, hint))
 }
 
 func (r *Runtime) Name() string { return "oci" }
@@ -195,6 +203,16 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	logPath := filepath.Join(job.Scratch, "runtime.log")
 	args := append([]string{"--root", cs.StateDir, "--log", logPath, "--log-format", "json"}, s.global...)
 	args = append(append(append(args, "run", "--bundle", bundle), s.keep...), job.ID)
+	if r.runsc {
+		// runsc removes the cgroups it makes when the container ends, so
+		// its memory kills could not be read; one made here, with the
+		// job's limits, it joins and leaves.
+		cg, err := cgroupscan.NewJob(cs.ID, job.ID, spec.Linux.Resources)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup.Do(ctx, 10*time.Second, func(context.Context) { _ = cg.Delete() })
+	}
 	cmd := exec.Command(r.binary, args...)
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr

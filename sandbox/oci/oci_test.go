@@ -141,8 +141,8 @@ func runsc() string {
 	return p
 }
 
-// TestRunsc runs the contract suite and the hostile fixtures on gVisor's
-// runsc where it can start a sandbox. Where it cannot (on this kind of
+// TestRunsc runs the contract suite, the hostile fixtures and the
+// integrity suite on gVisor's runsc where it can start a sandbox. Where it cannot (on this kind of
 // virtual machine none starts), New must say so in one line with runsc's
 // own error, and the test says plainly that the host cannot run it: the
 // one skip the no-skip rule allows.
@@ -165,4 +165,7 @@ func TestRunsc(t *testing.T) {
 	leftovers := func() []string { return conformance.Leftovers(opts.StateRoot) }
 	conformance.Contract(t, rt, leftovers)
 	conformance.Run(t, conformance.Env{Runtime: rt, Python: testenv.Python(t), HostileDir: "../../fixtures/hostile", Leftovers: leftovers})
+	t.Run("integrity", func(t *testing.T) {
+		conformance.Integrity(t, rt, testenv.Python(t), "../../fixtures/integrity")
+	})
 }

@@ -23,16 +23,25 @@ type interpreter struct {
 // where it lives. A version manager's shim such as pyenv's resolves to the
 // real binary here, so the sandbox can mount just that installation.
 func probeInterpreter(ctx context.Context, python string) (*interpreter, error) {
-	// Without -S: site is what makes a virtual environment's prefix and
-	// site-packages the interpreter's.
-	const script = `import json, sys, sysconfig, site
+	// Without site (-S): site runs the environment's .pth files, which are
+	// code of the packages to be scanned, here on the host. So a virtual
+	// environment is found as site would find it, from its pyvenv.cfg.
+	const script = `import glob, json, os, re, site, sys, sysconfig
 paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
 paths += [v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib")]
 paths += site.getsitepackages()
-print(json.dumps({"executable": sys.executable, "dirs": paths, "venv": sys.prefix != sys.base_prefix}))`
+venv = False
+exe = os.path.abspath(sys.executable)
+for cfg in (os.path.join(os.path.dirname(exe), "pyvenv.cfg"), os.path.join(os.path.dirname(os.path.dirname(exe)), "pyvenv.cfg")):
+    if os.path.isfile(cfg):
+        prefix, venv = os.path.dirname(cfg), True
+        paths = [prefix] + [d for pat in ("lib/python3*/site-packages", "lib64/python3*/site-packages", "lib/python3*/dist-packages")
+                            for d in sorted(glob.glob(os.path.join(prefix, pat)))] + paths
+        break
+print(json.dumps({"executable": sys.executable, "dirs": paths, "venv": venv}))`
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c", script)
+	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", script)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	if home := os.Getenv("HOME"); home != "" {
 		cmd.Env = append(cmd.Env, "HOME="+home) // version-manager shims find their root through it

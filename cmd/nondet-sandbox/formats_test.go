@@ -53,9 +53,12 @@ for suite in JUnitXml.fromfile(sys.argv[1]):
             kind = "failure" if isinstance(r, Failure) else "skipped" if isinstance(r, Skipped) else "other"
         print(suite.name + "::" + case.name, kind)
 `
-	got, err := exec.Command(python, "-c", script, file).CombinedOutput()
+	var stderr strings.Builder
+	cmd := exec.Command(python, "-c", script, file)
+	cmd.Stderr = &stderr
+	got, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("junitparser could not read the report: %v\n%s", err, got)
+		t.Fatalf("junitparser could not read the report: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
 	if len(lines) != len(want) {

@@ -84,12 +84,15 @@ func TestActionRunsTheCommand(t *testing.T) {
 doc = yaml.safe_load(open(sys.argv[1]))
 print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s in doc["runs"]["steps"]],
                   "inputs": sorted(doc["inputs"])}))`
-	out, err := exec.Command(python, "-c", script, "../../action.yml").CombinedOutput()
+	var stderr strings.Builder
+	cmd := exec.Command(python, "-c", script, "../../action.yml")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		if strings.Contains(string(out), "No module named 'yaml'") {
+		if strings.Contains(stderr.String(), "No module named 'yaml'") {
 			testenv.Skip(t, "PyYAML is not installed (scripts/test-deps installs it)")
 		}
-		t.Fatalf("action.yml does not read as YAML: %v\n%s", err, out)
+		t.Fatalf("action.yml does not read as YAML: %v\n%s", err, stderr.String())
 	}
 	var doc struct {
 		Using  string   `json:"using"`
@@ -102,7 +105,7 @@ print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s
 	if doc.Using != "composite" {
 		t.Errorf("runs.using is %q", doc.Using)
 	}
-	cmd := newRunCommand()
+	runCmd := newRunCommand()
 	checked := 0
 	for _, run := range doc.Runs {
 		for _, line := range strings.Split(run, "\n") {
@@ -112,7 +115,7 @@ print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s
 			}
 			for _, word := range strings.Fields(after) {
 				if name, ok := strings.CutPrefix(word, "--"); ok {
-					if cmd.Flags().Lookup(name) == nil {
+					if runCmd.Flags().Lookup(name) == nil {
 						t.Errorf("the action passes --%s, which run does not take", name)
 					}
 					checked++

@@ -228,9 +228,6 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
 		return nil, nil, err
 	}
-	if !inImage {
-		s.worker = compileWorker(ctx, s.python, filepath.Join(s.scratch, "shared"))
-	}
 	s.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
@@ -245,6 +242,10 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	s.loc = ensureLocales(ctx, opts.CacheDir)
 	s.locpath = s.loc.dir
 	s.layout(files, interp)
+	if !inImage {
+		shared := filepath.Join(s.scratch, "shared")
+		s.worker = compileWorker(ctx, s.python, shared, s.inside(filepath.Join(shared, "worker.py")))
+	}
 	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated())
 	if len(opts.ExplicitRuns) > 0 {
 		s.runs = append([]RunConditions(nil), opts.ExplicitRuns...)

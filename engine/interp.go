@@ -19,6 +19,24 @@ type interpreter struct {
 	Venv       bool     `json:"venv"`
 }
 
+// venvPrelude defines venv() for an interpreter started without site: the
+// virtual environment it belongs to, found as site finds it, from the
+// pyvenv.cfg beside or above it: (prefix, its own site-packages, whether
+// it includes the system's), or None.
+const venvPrelude = `import glob, os, re, sys
+def venv():
+    exe = os.path.abspath(sys.executable)
+    for cfg in (os.path.join(os.path.dirname(exe), "pyvenv.cfg"), os.path.join(os.path.dirname(os.path.dirname(exe)), "pyvenv.cfg")):
+        if os.path.isfile(cfg):
+            prefix = os.path.dirname(cfg)
+            own = [d for pat in ("lib/python3*/site-packages", "lib64/python3*/site-packages", "lib/python3*/dist-packages")
+                   for d in sorted(glob.glob(os.path.join(prefix, pat)))]
+            with open(cfg) as fh:
+                system = bool(re.search(r"include-system-site-packages\s*=\s*true", fh.read(), re.I))
+            return prefix, own, system
+    return None
+`
+
 // probeInterpreter asks the interpreter itself (isolated, without site)
 // where it lives. A version manager's shim such as pyenv's resolves to the
 // real binary here, so the sandbox can mount just that installation.
@@ -26,19 +44,14 @@ func probeInterpreter(ctx context.Context, python string) (*interpreter, error) 
 	// Without site (-S): site runs the environment's .pth files, which are
 	// code of the packages to be scanned, here on the host. So a virtual
 	// environment is found as site would find it, from its pyvenv.cfg.
-	const script = `import glob, json, os, re, site, sys, sysconfig
+	const script = venvPrelude + `import json, site, sysconfig
 paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
 paths += [v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib")]
 paths += site.getsitepackages()
-venv = False
-exe = os.path.abspath(sys.executable)
-for cfg in (os.path.join(os.path.dirname(exe), "pyvenv.cfg"), os.path.join(os.path.dirname(os.path.dirname(exe)), "pyvenv.cfg")):
-    if os.path.isfile(cfg):
-        prefix, venv = os.path.dirname(cfg), True
-        paths = [prefix] + [d for pat in ("lib/python3*/site-packages", "lib64/python3*/site-packages", "lib/python3*/dist-packages")
-                            for d in sorted(glob.glob(os.path.join(prefix, pat)))] + paths
-        break
-print(json.dumps({"executable": sys.executable, "dirs": paths, "venv": venv}))`
+env = venv()
+if env:
+    paths = [env[0]] + env[1] + paths
+print(json.dumps({"executable": sys.executable, "dirs": paths, "venv": env is not None}))`
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", script)

@@ -17,19 +17,11 @@ import (
 // the interpreter starts isolated and without site (no .pth file of the
 // environment runs), finds its site-packages itself, and imports nothing
 // of any distribution.
-const packagesScript = `import glob, json, os, re, site, sys, importlib.metadata as md
+const packagesScript = venvPrelude + `import json, site, importlib.metadata as md
 dirs = site.getsitepackages()
-# Without site, a virtual environment is found as site would find it.
-exe = os.path.abspath(sys.argv[3])
-for cfg in (os.path.join(os.path.dirname(exe), "pyvenv.cfg"), os.path.join(os.path.dirname(os.path.dirname(exe)), "pyvenv.cfg")):
-    if os.path.isfile(cfg):
-        prefix = os.path.dirname(cfg)
-        own = [d for pat in ("lib/python3*/site-packages", "lib64/python3*/site-packages", "lib/python3*/dist-packages")
-               for d in sorted(glob.glob(os.path.join(prefix, pat)))]
-        with open(cfg) as fh:
-            system = re.search(r"include-system-site-packages\s*=\s*true", fh.read(), re.I)
-        dirs = own + (dirs if system else [])
-        break
+env = venv()
+if env:
+    dirs = env[1] + (dirs if env[2] else [])
 dirs = [d for d in dirs if os.path.isdir(d)]
 norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
 want = {norm(n): n for n in json.loads(sys.argv[1])}
@@ -88,7 +80,7 @@ func FindPackages(ctx context.Context, python string, names []string, all bool) 
 		which = "all"
 	}
 	arg, _ := json.Marshal(append([]string{}, names...))
-	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", packagesScript, string(arg), which, path)
+	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", packagesScript, string(arg), which)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

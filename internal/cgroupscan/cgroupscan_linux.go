@@ -11,6 +11,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,19 +62,9 @@ func NewParent(scan sandbox.Scan) (interface{ Delete() error }, error) {
 		limit := p*jobs + 16
 		res.Pids = &specs.LinuxPids{Limit: &limit}
 	}
-	path := cgroupParent + "/" + scan.ID
-	if cgroups.Mode() == cgroups.Unified {
-		m, err := cgroup2.NewManager("/sys/fs/cgroup", path, cgroup2.ToResources(res))
-		if err != nil {
-			return nil, fmt.Errorf("scan cgroup %s: %w", path, err)
-		}
-		return m, nil
-	}
-	cg, err := cgroup1.New(cgroup1.StaticPath(path), res, cgroup1.WithHierarchy(v1Hierarchy))
-	if err != nil {
-		return nil, fmt.Errorf("scan cgroup %s: %w", path, err)
-	}
-	return cg, nil
+	// cpuset too: the parent must hold the CPUs and memory nodes its jobs
+	// take (runc copies them down itself; gVisor's runsc does not).
+	return newCgroup("scan", cgroupParent+"/"+scan.ID, res, cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset)
 }
 
 // NewJob makes a job's cgroup under the scan's parent with the job's
@@ -81,53 +72,37 @@ func NewParent(scan sandbox.Scan) (interface{ Delete() error }, error) {
 // and removes only what it made (gVisor's runsc): the job's memory
 // statistics and OOM kills stay readable after it ends, until Delete.
 func NewJob(scanID, jobID string, res *specs.LinuxResources) (interface{ Delete() error }, error) {
-	path := JobPath(scanID, jobID)
+	return newCgroup("job", JobPath(scanID, jobID), res, cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset, cgroup1.Cpu)
+}
+
+// newCgroup makes the cgroup at path with res, on a v1 or hybrid host in
+// the hierarchies of controllers only, on a v2 host in the unified one.
+func newCgroup(what, path string, res *specs.LinuxResources, controllers ...cgroup1.Name) (interface{ Delete() error }, error) {
 	if cgroups.Mode() == cgroups.Unified {
 		m, err := cgroup2.NewManager("/sys/fs/cgroup", path, cgroup2.ToResources(res))
 		if err != nil {
-			return nil, fmt.Errorf("job cgroup %s: %w", path, err)
+			return nil, fmt.Errorf("%s cgroup %s: %w", what, path, err)
 		}
 		return m, nil
 	}
-	cg, err := cgroup1.New(cgroup1.StaticPath(path), res, cgroup1.WithHierarchy(v1JobHierarchy))
+	hierarchy := func() ([]cgroup1.Subsystem, error) {
+		all, err := cgroup1.Default()
+		if err != nil {
+			return nil, err
+		}
+		var out []cgroup1.Subsystem
+		for _, s := range all {
+			if slices.Contains(controllers, s.Name()) {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	cg, err := cgroup1.New(cgroup1.StaticPath(path), res, cgroup1.WithHierarchy(hierarchy))
 	if err != nil {
-		return nil, fmt.Errorf("job cgroup %s: %w", path, err)
+		return nil, fmt.Errorf("%s cgroup %s: %w", what, path, err)
 	}
 	return cg, nil
-}
-
-// v1JobHierarchy is the controllers a job's limits use.
-func v1JobHierarchy() ([]cgroup1.Subsystem, error) {
-	all, err := cgroup1.Default()
-	if err != nil {
-		return nil, err
-	}
-	var out []cgroup1.Subsystem
-	for _, s := range all {
-		switch s.Name() {
-		case cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset, cgroup1.Cpu:
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// v1Hierarchy is the controllers the scan's parent limits, and cpuset,
-// whose parent must hold the CPUs and memory nodes its jobs take (runc
-// copies them down itself; gVisor's runsc does not).
-func v1Hierarchy() ([]cgroup1.Subsystem, error) {
-	all, err := cgroup1.Default()
-	if err != nil {
-		return nil, err
-	}
-	var out []cgroup1.Subsystem
-	for _, s := range all {
-		switch s.Name() {
-		case cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuset:
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // jobStats reads a finished job's memory statistics through the cgroups

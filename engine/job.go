@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,11 +179,11 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		return nil, err
 	}
 	defer r.Close()
-	mr, mw, err := os.Pipe()
+	marks, err := sandbox.NewMarks(scratch)
 	if err != nil {
 		return nil, err
 	}
-	defer mr.Close()
+	defer marks.Close()
 	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}, mark: -1}
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
@@ -196,26 +195,21 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		Masks:   s.masks,
 		Records: w,
 		Input:   input,
-		Marks:   mw,
+		Marks:   marks,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
 		Cond:    containerConditions(rc),
 		Limits:  s.opts.Limits,
 	}
-	readDone, marksDone := make(chan struct{}), make(chan struct{})
+	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		readRecords(r, handle)
 	}()
-	go func() {
-		defer close(marksDone)
-		out.mark = readMarks(mr)
-	}()
 	s.processes.Add(1)
 	exit, err := s.session.Run(jobCtx, job)
 	w.Close()
-	mw.Close()
 	// The interpreter is gone; whatever it (or a leftover child holding the
 	// pipe) wrote is drained, but a child the runtime could not kill must
 	// not hold the scan.
@@ -225,12 +219,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		r.Close()
 		<-readDone
 	}
-	select {
-	case <-marksDone:
-	case <-time.After(time.Second):
-		mr.Close()
-		<-marksDone
-	}
+	out.mark = sandbox.LastMark(marks)
 	out.stdout = stdout.n
 	out.exit = exit
 	out.watchdog = wd.hasFired()
@@ -270,28 +259,6 @@ func requestFile(dir string, request any) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// readMarks reads the mark channel to its end: 8-byte little-endian call
-// indices, one per call started; it returns the last, or -1. Anything the
-// scanned code writes there is checked where the mark is used.
-func readMarks(r io.Reader) int64 {
-	last := int64(-1)
-	buf := make([]byte, 8<<10)
-	var frame [8]byte
-	n := 0
-	for {
-		k, err := r.Read(buf)
-		for _, b := range buf[:k] {
-			frame[n] = b
-			if n++; n == 8 {
-				last, n = int64(binary.LittleEndian.Uint64(frame[:])), 0
-			}
-		}
-		if err != nil {
-			return last
-		}
-	}
 }
 
 // readRecords splits the channel into lines, dropping any line longer than

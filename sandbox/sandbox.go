@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -118,9 +119,12 @@ type Job struct {
 	// worker reads from it (the plan, the nonce) is gone for the scanned
 	// code once the worker has closed it.
 	Input *os.File
-	// Marks, when set, is the write end of the mark channel, fd 5 inside:
-	// the worker writes there which call starts, so the engine can name
-	// the call even when the worker's parent was killed.
+	// Marks, when set, is the mark file (NewMarks), fd 5 inside: the
+	// worker keeps in it which call started last, so the engine can name
+	// the call even when the worker's parent was killed. A runtime that
+	// passes descriptors passes it as it is (the worker maps it: a call's
+	// start costs a store); one that cannot relays 8-byte marks into it
+	// (RelayMarks).
 	Marks  *os.File
 	Stdout io.Writer
 	Stderr io.Writer
@@ -234,3 +238,53 @@ func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
 // where there is no user namespace (Docker by default) a probe owns nothing
 // of the host's and reads only what anyone may.
 var ProbeUIDs = []int{61000, 61001, 61002}
+
+// NewMarks makes a job's mark file in dir, with no name: 8 bytes, the
+// little-endian index of the last call started, -1 before the first.
+func NewMarks(dir string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "marks-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, ^uint64(0)), 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// LastMark is the last call a job's worker marked as starting, or -1.
+// Scanned code can write there too: the engine checks it where it is used.
+func LastMark(marks *os.File) int64 {
+	var b [8]byte
+	if _, err := marks.ReadAt(b[:], 0); err != nil {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// RelayMarks copies the 8-byte marks read from r into the mark file, each
+// over the last, until r ends: for runtimes whose probes write marks to a
+// stream.
+func RelayMarks(marks *os.File, r io.Reader) {
+	buf := make([]byte, 8<<10)
+	var frame, last [8]byte
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		got := false
+		for _, b := range buf[:k] {
+			frame[n] = b
+			if n++; n == 8 {
+				last, n, got = frame, 0, true
+			}
+		}
+		if got && marks != nil {
+			_, _ = marks.WriteAt(last[:], 0)
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -87,11 +87,7 @@ func (c *Chan) Serve(job *sandbox.Job) {
 			return
 		}
 		defer f.Close()
-		dst := io.Writer(io.Discard)
-		if job.Marks != nil {
-			dst = job.Marks
-		}
-		_, _ = io.Copy(dst, f)
+		sandbox.RelayMarks(job.Marks, f)
 	}()
 	go func() {
 		f, err := os.OpenFile(c.input, os.O_WRONLY, 0)

@@ -43,7 +43,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 	}
 	t.Cleanup(func() { _ = sess.End(context.Background()) })
 	seq := 0
-	var input *os.File // the next job's input, if any
+	var input, markFile *os.File // the next job's input and marks, if any
 	run := func(ctx context.Context, script string, env ...string) (*sandbox.Exit, string, error) {
 		seq++
 		jobScratch, err := os.MkdirTemp(scratch, "job-")
@@ -59,7 +59,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			ID:   scanlock.Prefix + scan.ID + "-contract-" + randHex(2),
 			Argv: []string{"/bin/sh", "-c", script},
 			Env:  append([]string{"PATH=/usr/bin:/bin", "HOME=/home/probe"}, env...),
-			Dir:  "/tmp", Records: w, Input: input, Stdout: io.Discard, Stderr: io.Discard, Scratch: jobScratch,
+			Dir:  "/tmp", Records: w, Input: input, Marks: markFile, Stdout: io.Discard, Stderr: io.Discard, Scratch: jobScratch,
 			// A pid floor puts the runtime's shim at pid 1 and the job below
 			// it, as the engine's jobs are (pid 1 ignores signals it sent).
 			Cond: sandbox.Conditions{Hostname: "contract", UID: sandbox.ProbeUIDs[0], GID: sandbox.ProbeUIDs[0], Umask: 0o022,
@@ -129,6 +129,30 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 		_, recs, err := run(context.Background(), "cat <&4 >&3")
 		if err != nil || recs != want {
 			t.Fatalf("read %d bytes of %d from fd 4, %v", len(recs), len(want), err)
+		}
+	})
+	t.Run("marks as fd 5", func(t *testing.T) {
+		in, err := os.CreateTemp(scratch, "input-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		os.Remove(in.Name())
+		marks, err := sandbox.NewMarks(scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer marks.Close()
+		if got := sandbox.LastMark(marks); got != -1 {
+			t.Fatalf("a new mark file says %d, want -1", got)
+		}
+		input, markFile = in, marks
+		defer func() { input, markFile = nil, nil }()
+		// A stream gets two marks and must keep the last; the mark file,
+		// passed as it is, one at its start.
+		_, _, err = run(context.Background(), `if [ -p /proc/self/fd/5 ]; then printf '\007\0\0\0\0\0\0\0' >&5; fi; printf '\052\0\0\0\0\0\0\0' >&5`)
+		if got := sandbox.LastMark(marks); err != nil || got != 42 {
+			t.Fatalf("last mark %d, %v; want 42", got, err)
 		}
 	})
 	t.Run("environment is the job's", func(t *testing.T) {

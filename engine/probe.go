@@ -356,7 +356,7 @@ func (sh *shard) under(rc RunConditions) *shard {
 }
 
 // callPlan is the order in which a run calls a shard: each function's
-// rungs in turn, all reversed in a reversed run, each ending at its upTo
+// rungs in turn, each module's reversed in a reversed run, each ending at its upTo
 // rung when set; or the shard's explicit list. Entries are (function in
 // sh.Probes, rung). A lone shard runs each function in a segment of its
 // own (its rungs in the run's order); segments are where each starts.
@@ -383,13 +383,25 @@ func (sh *shard) callPlan(rc RunConditions, ladder ladders) (calls [][2]int, seg
 		}
 		return calls, segments
 	}
+	// A reversed run reverses each module's calls, not the order of the
+	// modules: each module runs in a child of its own, so nothing of one
+	// reaches another but files and process ids, and what a module's
+	// functions answer must not hang on which modules share its shard (a
+	// split scan's parts pack them differently).
+	start := 0
 	for fi, p := range sh.Probes {
+		if fi > 0 && p.Module != sh.Probes[fi-1].Module {
+			if reversed {
+				slices.Reverse(calls[start:])
+			}
+			start = len(calls)
+		}
 		for ri := range ladder[p.Ladder] {
 			calls = append(calls, [2]int{fi, ri})
 		}
 	}
 	if reversed {
-		slices.Reverse(calls)
+		slices.Reverse(calls[start:])
 	}
 	return slices.DeleteFunc(calls, past), nil
 }

@@ -106,6 +106,45 @@ type Sources struct {
 // Len is the number of Python files found.
 func (s *Sources) Len() int { return len(s.files) }
 
+// Part keeps the k-th of n parts of the sources (k from 1): every file
+// in exactly one part, spread by size so that the parts cost about the
+// same, and the same split on every machine that resolves the same tree.
+// A scan of each part with one seed, merged (report.Merge), is a scan of
+// the whole. A part may be empty when there are fewer files than parts.
+func (s *Sources) Part(k, n int) *Sources {
+	size := make([]int64, len(s.files))
+	for i, f := range s.files {
+		if st, err := os.Stat(f.Path); err == nil {
+			size[i] = st.Size()
+		}
+	}
+	order := make([]int, len(s.files))
+	for i := range order {
+		order[i] = i
+	}
+	// Largest first, each to the lightest part (ties: the first part).
+	sort.SliceStable(order, func(a, b int) bool { return size[order[a]] > size[order[b]] })
+	load := make([]int64, n)
+	mine := make([]bool, len(s.files))
+	for _, i := range order {
+		best := 0
+		for p := range load {
+			if load[p] < load[best] {
+				best = p
+			}
+		}
+		load[best] += size[i] + 1
+		mine[i] = best == k-1
+	}
+	out := &Sources{targets: s.targets}
+	for i, f := range s.files {
+		if mine[i] {
+			out.files = append(out.files, f)
+		}
+	}
+	return out
+}
+
 // Resolve walks the targets for the Python files filter keeps; finding
 // none is ErrNoSources, most likely a wrong path.
 func Resolve(targets []Target, filter Filter) (*Sources, error) {

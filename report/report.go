@@ -47,10 +47,20 @@ type Report struct {
 	Census    Census            `json:"census"`
 	Processes int               `json:"processes"`
 	Calls     int               `json:"calls"`
+	// Part is set on the report of one part of a split scan (--shard
+	// K/N); Merge joins the parts into the report of the whole.
+	Part *Part `json:"part,omitempty"`
 	// Measurements differ from scan to scan by nature, so they are only
 	// written when asked for (--measure); without them two scans with one
 	// seed are byte-identical.
 	Measurements *Measurements `json:"measurements,omitempty"`
+}
+
+// Part says which part of a split scan a report holds: the Index-th of
+// Of, counted from 1.
+type Part struct {
+	Index int `json:"index"`
+	Of    int `json:"of"`
 }
 
 // Package is one installed distribution a scan audited: ids of its
@@ -263,6 +273,7 @@ func (r *Report) AddFunction(id string, line int) *Function {
 // of each package.
 func (r *Report) Finish() {
 	sort.SliceStable(r.Functions, func(i, j int) bool { return r.Functions[i].ID < r.Functions[j].ID })
+	sort.SliceStable(r.Modules, func(i, j int) bool { return r.Modules[i].Path < r.Modules[j].Path })
 	r.Census = Census{Looks: []string{}}
 	for i := range r.Packages {
 		r.Packages[i].Census = Census{Looks: []string{}}

@@ -19,6 +19,6 @@ Exit status: 0 no findings, 1 findings, 2 bad usage or unusable input,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand(), newVersionCommand(), newImageCommand())
+	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand(), newVersionCommand(), newImageCommand(), newMergeCommand())
 	return root
 }

@@ -46,6 +46,7 @@ type runOptions struct {
 	configDir string // the config file's folder: include and exclude are relative to it
 	packages  []string
 	allPkgs   bool
+	shard     string
 }
 
 // formats are --format's values for a scan's report.
@@ -71,6 +72,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "read settings from this TOML file instead of the pyproject.toml found from the first target upward")
 	fs.BoolVar(&o.noConfig, "no-config", false, "read no config file")
 	fs.StringVar(&o.baseline, "baseline", "", "a JSON report of an earlier scan: every finding is reported, but only those it did not have (by id and cause) fail the scan")
+	fs.StringVar(&o.shard, "shard", "", "scan only part K of N of the files (K/N, K from 1; give every part the same --seed), for a CI matrix or an Indexed Job: `nondet-sandbox merge` joins the parts' JSON reports")
 }
 
 func newRunCommand() *cobra.Command {
@@ -185,6 +187,10 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.jobs < 1 {
 		return usageErrorf("--jobs %d: at least 1", opts.jobs)
 	}
+	part, err := parseShard(opts.shard, opts.seed)
+	if err != nil {
+		return err
+	}
 	targets, err := parseTargets(args)
 	if err != nil {
 		return err
@@ -207,6 +213,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	if part != nil {
+		src = src.Part(part.Index, part.Of)
+	}
 	var base *report.Report
 	if opts.baseline != "" {
 		if base, err = readReport(opts.baseline, "--baseline"); err != nil {
@@ -223,6 +232,14 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		}
 		defer f.Close()
 		out = f
+	}
+	if src.Len() == 0 {
+		// More parts than files: this part scans nothing, and says so.
+		rep := &report.Report{Tool: report.Tool{Name: "nondet-sandbox", Version: version}, Runtime: opts.runtimeName,
+			Python: opts.python, Seed: opts.seed, Targets: args, Runs: []report.RunConditions{}, Skipped: []sandbox.Support{},
+			Modules: []report.Module{}, Functions: []*report.Function{}, Part: part}
+		rep.Finish()
+		return writeReport(out, opts.format, rep, colorful(out))
 	}
 	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
@@ -259,6 +276,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	rep.Part = part
 	if len(pkgs) > 0 {
 		rep.Packages = engine.ReportPackages(pkgs)
 		rep.Finish()
@@ -353,4 +371,20 @@ func locationBase() string {
 			return wd
 		}
 	}
+}
+
+// parseShard reads --shard K/N; nil when not given. Every part must draw
+// the same conditions, so a seed is required.
+func parseShard(v string, seed uint64) (*report.Part, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var k, n int
+	if _, err := fmt.Sscanf(v, "%d/%d", &k, &n); err != nil || fmt.Sprintf("%d/%d", k, n) != v || n < 1 || k < 1 || k > n {
+		return nil, usageErrorf("--shard %q: give K/N with 1 <= K <= N, such as 2/4 (the second of four parts)", v)
+	}
+	if seed == 0 {
+		return nil, usageErrorf("--shard %s needs --seed: every part must run under the same conditions to be merged", v)
+	}
+	return &report.Part{Index: k, Of: n}, nil
 }

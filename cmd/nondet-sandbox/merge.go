@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
+)
+
+// mergeOptions are merge's flags: where the report goes, and in what form.
+type mergeOptions struct {
+	format string
+	output string
+}
+
+func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif, github, junit or html")
+	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
+}
+
+func newMergeCommand() *cobra.Command {
+	var opts mergeOptions
+	cmd := &cobra.Command{
+		Use:   "merge PART.json...",
+		Short: "Join the JSON reports of a split scan's parts (run --shard K/N) into the report of the whole",
+		Long: `Join the JSON reports of the parts of one split scan, each written by
+run --shard K/N --seed S --format json, into the report that one scan of the
+whole would have written. Every part must be given once; parts of different
+scans (another seed, runtime, interpreter, version or set of targets) are
+refused. The exit status is the scan's: 1 when the whole has findings.`,
+		Example: `  nondet-sandbox run --shard 1/3 --seed 7 --format json -o part1.json src/
+  nondet-sandbox run --shard 2/3 --seed 7 --format json -o part2.json src/
+  nondet-sandbox run --shard 3/3 --seed 7 --format json -o part3.json src/
+  nondet-sandbox merge --format sarif -o scan.sarif part*.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMerge(cmd.Context(), opts, args, cmd.OutOrStdout())
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	completeChoices(cmd, "format")
+	return cmd
+}
+
+func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Writer) error {
+	if !slices.Contains(formats, opts.format) {
+		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
+	}
+	var parts []*report.Report
+	for _, path := range args {
+		rep, err := readReport(path, "merge")
+		if err != nil {
+			return err
+		}
+		parts = append(parts, rep)
+	}
+	rep, err := report.Merge(parts)
+	if errors.Is(err, report.ErrParts) {
+		return usageErrorf("merge: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	out := stdout
+	if opts.output != "" {
+		f, err := os.Create(opts.output)
+		if err != nil {
+			return usageErrorf("--output: %v", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	if err := writeReport(out, opts.format, rep, colorful(out)); err != nil {
+		return err
+	}
+	if len(rep.Failing()) > 0 {
+		return errFindings
+	}
+	return nil
+}

@@ -169,7 +169,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 	}
 	defer os.RemoveAll(scratch)
 
-	input, err := requestFile(scratch, request)
+	input, err := requestFile(scratch, request, s.checkNetwork())
 	if err != nil {
 		return nil, err
 	}
@@ -237,13 +237,31 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 	return out, nil
 }
 
+// checkNetwork says the worker must check, before anything else, that
+// nothing but loopback is reachable (sandbox.NetworkChecker).
+func (s *scan) checkNetwork() bool {
+	nc, ok := s.opts.Runtime.(sandbox.NetworkChecker)
+	return ok && nc.CheckNetwork()
+}
+
 // requestFile holds a worker's request in a file with no name: the
 // worker reads it as fd 4, and nothing the scanned code can open leads to
 // it (the plan holds the run's nonce).
-func requestFile(dir string, request any) (*os.File, error) {
+func requestFile(dir string, request any, checkNetwork bool) (*os.File, error) {
 	data, err := json.Marshal(request)
 	if err != nil {
 		return nil, err
+	}
+	if checkNetwork {
+		// Every mode checks, discovery first: a scan stops there.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return nil, err
+		}
+		fields["check_network"] = json.RawMessage("true")
+		if data, err = json.Marshal(fields); err != nil {
+			return nil, err
+		}
 	}
 	f, err := os.CreateTemp(dir, "request-*")
 	if err != nil {

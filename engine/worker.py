@@ -85,6 +85,8 @@ import mmap  # noqa: E402,F401
 import resource  # noqa: E402,F401
 import signal  # noqa: E402,F401
 import stat  # noqa: E402,F401
+import errno  # noqa: E402,F401
+import socket  # noqa: E402,F401
 
 RECORD_FD = 3
 REQUEST_FD = 4
@@ -1693,6 +1695,118 @@ def _flush_streams():
             pass
 
 
+# The exit status of a worker that found a network it can reach and ran
+# nothing (sandbox/kubernetes.NetworkExit).
+NETWORK_EXIT = 86
+
+
+def reachable(timeout=1.5, route="/proc/net/route", route6="/proc/net/ipv6_route", environ="/proc/1/environ"):
+    """Where a probe here could connect beyond loopback, or "" when
+    nowhere: every route's gateway and first address, the world when there
+    is a default route, the cluster's API service (from pid 1's
+    environment). A connection made or refused is reachable (a packet came
+    back); only unreachable and silence are not."""
+    targets = []
+    try:
+        with open(route) as fh:
+            for line in fh.read().splitlines()[1:]:
+                f = line.split()
+                if len(f) < 8 or f[0] == "lo":
+                    continue
+                dest, gw, mask = int(f[1], 16), int(f[2], 16), int(f[7], 16)
+                if gw:
+                    targets += [(socket.inet_ntoa(struct.pack("<I", gw)), p) for p in (53, 80, 443, 6443, 10250)]
+                elif mask != 0xFFFFFFFF:
+                    first = socket.ntohl(dest) + 1
+                    targets += [(socket.inet_ntoa(struct.pack(">I", first)), p) for p in (53, 80, 443, 10250)]
+                if dest == 0:
+                    targets += [("1.1.1.1", 53), ("8.8.8.8", 53), ("1.1.1.1", 443)]
+    except (OSError, ValueError):
+        return "cannot read the routing table"
+    try:
+        with open(route6) as fh:
+            for line in fh.read().splitlines():
+                f = line.split()
+                if len(f) >= 10 and f[9] != "lo" and f[1] == "00":
+                    targets.append(("2606:4700:4700::1111", 443))
+    except OSError:
+        pass
+    try:
+        with open(environ, "rb") as fh:
+            env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\0") if b"=" in kv)
+        host = env.get(b"KUBERNETES_SERVICE_HOST")
+        if host:
+            targets.append((host.decode(), int(env.get(b"KUBERNETES_SERVICE_PORT", b"443"))))
+    except (OSError, ValueError):
+        pass
+    pending = {}
+    found = ""
+    for host, port in dict.fromkeys(targets):
+        try:
+            fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sk = socket.socket(fam, socket.SOCK_STREAM)
+        except OSError:
+            continue
+        sk.setblocking(False)
+        rc = sk.connect_ex((host, port))
+        if rc in (0, errno.ECONNREFUSED):
+            found = found or "%s port %d" % (host, port)
+            sk.close()
+        elif rc == errno.EINPROGRESS:
+            pending[sk] = (host, port)
+        else:
+            sk.close()
+    end = time.monotonic() + timeout
+    while pending and not found:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        _, done, _ = select.select([], list(pending), [], left)
+        for sk in done:
+            host, port = pending.pop(sk)
+            if sk.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) in (0, errno.ECONNREFUSED):
+                found = found or "%s port %d" % (host, port)
+            sk.close()
+    for sk in pending:
+        sk.close()
+    return found
+
+
+def deny_io_uring():
+    """Refuses io_uring (EPERM) to this process and all it starts, with a
+    seccomp filter of its own on top of the platform's: a cluster's
+    RuntimeDefault profile may be older than the one every other runtime
+    applies, which refuses it."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Insn(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, eperm = 0x7FFF0000, 0x00050000 | errno.EPERM
+    code = [
+        (ld, 0, 0, 4),                 # the architecture
+        (jeq, 2, 0, 0xC000003E),       # x86_64
+        (jeq, 1, 0, 0xC00000B7),       # aarch64
+        (ret, 0, 0, allow),
+        (ld, 0, 0, 0),                 # the syscall's number
+        (jeq, 3, 0, 425),              # io_uring_setup
+        (jeq, 2, 0, 426),              # io_uring_enter
+        (jeq, 1, 0, 427),              # io_uring_register
+        (ret, 0, 0, allow),
+        (ret, 0, 0, eperm),
+    ]
+    insns = (Insn * len(code))(*[Insn(*c) for c in code])
+    prog = Prog(len(code), insns)
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in ("discover", "probe", "posture"):
         sys.stderr.write("usage: worker.py discover|probe|posture 4<REQUEST.json\n")
@@ -1701,6 +1815,12 @@ def main(argv):
     # anything scanned runs.
     with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:
         req = json.load(fh)
+    if req.get("check_network"):
+        # The platform's sandbox, not ours: fail closed where anything
+        # could be reached, and refuse io_uring as every other runtime does.
+        if reachable():
+            os._exit(NETWORK_EXIT)
+        deny_io_uring()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     if argv[1] == "discover":
         discover(req)

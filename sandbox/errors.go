@@ -10,6 +10,7 @@ var (
 	ErrNotInstalled = errors.New("a program or library the runtime needs is missing")
 	ErrNoEngine     = errors.New("the container engine cannot be reached")
 	ErrNoImage      = errors.New("the probe image is missing")
+	ErrNetwork      = errors.New("the probe can reach a network")
 )
 
 // unavailable is a user-facing message that unwraps to its sentinel.

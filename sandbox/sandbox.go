@@ -49,6 +49,22 @@ type ImageRuntime interface {
 	InImage() bool
 }
 
+// NetworkChecker is a runtime whose probes' lack of a network is not its
+// own doing but its platform's (a Kubernetes cluster's network plugin):
+// the worker checks from inside, before anything scanned runs, that
+// nothing but loopback is reachable, and refuses to go on otherwise.
+type NetworkChecker interface {
+	CheckNetwork() bool
+}
+
+// MarklessRuntime is a runtime whose probes' marks reach no one (on
+// Kubernetes the pod's log is the one way out, and nothing the scanned
+// code can write may reach it): a call that kills the worker's parent is
+// then named from the records alone.
+type MarklessRuntime interface {
+	Markless() bool
+}
+
 // RlimitRuntime is a runtime that holds a process to its limits with
 // rlimits rather than cgroups (rootless): memory runs out as a failed
 // allocation, not as a kill by the OOM killer.

@@ -17,6 +17,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/kubernetes"
 )
 
 // TestMain lets the test binary be the command itself (for end-to-end
@@ -42,7 +43,7 @@ func command(args ...string) *exec.Cmd {
 func TestKill9LeavesNothingAfterTheNextRun(t *testing.T) {
 	testenv.Integration(t)
 	testenv.NeedRoot(t)
-	for _, rt := range []string{"embedded", "docker"} {
+	for _, rt := range []string{"embedded", "docker", "kubernetes"} {
 		t.Run(rt, func(t *testing.T) { kill9(t, rt) })
 	}
 }
@@ -59,6 +60,13 @@ func kill9(t *testing.T, rt string) {
 		if _, err := docker.New(context.Background(), docker.DefaultImage); err != nil {
 			testenv.Skip(t, "docker runtime unavailable: "+err.Error())
 		}
+	case "kubernetes":
+		python = "python3"
+		cluster = kubeRuntime(t)
+	}
+	extra := []string{}
+	if rt == "kubernetes" {
+		extra = []string{"--kubeconfig", testenv.Kubeconfig(t)}
 	}
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
@@ -66,7 +74,13 @@ func kill9(t *testing.T, rt string) {
 	if err := os.WriteFile(filepath.Join(dir, "sleepy.py"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	victim := command("run", "--runtime", rt, "--python", python, "--call-timeout", "1h", "-q", dir)
+	// Another package's scan may be running meanwhile: only what appears
+	// after the victim starts is the victim's.
+	before := map[string]bool{}
+	for _, name := range probeContainers(rt) {
+		before[name] = true
+	}
+	victim := command(append([]string{"run", "--runtime", rt, "--python", python, "--call-timeout", "1h", "-q", dir}, extra...)...)
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +88,7 @@ func kill9(t *testing.T, rt string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for scanID == "" && time.Now().Before(deadline) {
 		for _, name := range probeContainers(rt) {
-			if strings.Contains(name, "-s0-") {
+			if strings.Contains(name, "-s0-") && !before[name] {
 				scanID = scanlock.ScanID(filepath.Base(name))
 			}
 		}
@@ -99,7 +113,7 @@ func kill9(t *testing.T, rt string) {
 	left = leftoversOf(rt, scanID) // what is still there as the next scan starts
 
 	var stderr bytes.Buffer
-	next := command("run", "--runtime", rt, "--python", python, "-q", "../../fixtures/known.py::dedup_sorted")
+	next := command(append([]string{"run", "--runtime", rt, "--python", python, "-q", "../../fixtures/known.py::dedup_sorted"}, extra...)...)
 	next.Stderr = &stderr
 	if err := next.Run(); err != nil {
 		t.Fatalf("the next scan failed: %v\n%s", err, stderr.String())
@@ -118,6 +132,8 @@ func kill9(t *testing.T, rt string) {
 			name = "cgroup /nondet-sandbox/" + scanID
 		case strings.HasPrefix(l, os.TempDir()):
 			name = "temporary directory " + l
+		case strings.HasPrefix(l, "pod ") || strings.HasPrefix(l, "lease "):
+			name = l
 		case strings.HasPrefix(name, scanlock.Prefix):
 			name = "container " + name
 		default:
@@ -138,8 +154,30 @@ func sweptByOthers(said string) bool {
 	return !strings.Contains(said, "removed what interrupted scans left behind")
 }
 
+// cluster is the kubernetes runtime the kill -9 test lists pods with.
+var cluster *kubernetes.Runtime
+
+func kubeRuntime(t *testing.T) *kubernetes.Runtime {
+	t.Helper()
+	rt, err := kubernetes.New(context.Background(), kubernetes.Options{Kubeconfig: testenv.Kubeconfig(t)})
+	if err != nil {
+		testenv.Skip(t, "kubernetes runtime unavailable: "+err.Error())
+	}
+	return rt
+}
+
 // probeContainers lists the names of the runtime's live probe containers.
 func probeContainers(rt string) []string {
+	if rt == "kubernetes" {
+		var out []string
+		list, _ := cluster.Resources(context.Background(), "")
+		for _, r := range list {
+			if name, ok := strings.CutPrefix(r, "pod "); ok {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
 	if rt == "docker" {
 		out, _ := exec.Command("docker", "ps", "-a", "--filter", "label="+docker.ScanLabel, "--format", "{{.Names}}").Output()
 		return strings.Fields(string(out))
@@ -152,12 +190,15 @@ func probeContainers(rt string) []string {
 // temporary directories.
 func leftoversOf(rt, id string) []string {
 	var out []string
+	if rt == "kubernetes" {
+		out, _ = cluster.Resources(context.Background(), id)
+	}
 	add := func(pattern string) {
 		m, _ := filepath.Glob(pattern)
 		out = append(out, m...)
 	}
 	for _, name := range probeContainers(rt) {
-		if strings.Contains(name, scanlock.Prefix+id) {
+		if rt != "kubernetes" && strings.Contains(name, scanlock.Prefix+id) {
 			out = append(out, name)
 		}
 	}

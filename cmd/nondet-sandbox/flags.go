@@ -22,7 +22,7 @@ import (
 // doctor the sandbox.
 
 // runtimeNames are --runtime's values.
-var runtimeNames = []string{"auto", "embedded", "rootless", "oci", "docker", "host"}
+var runtimeNames = []string{"auto", "embedded", "rootless", "oci", "docker", "kubernetes", "host"}
 
 // sandboxOptions say where probes run and under which limits.
 type sandboxOptions struct {
@@ -30,6 +30,9 @@ type sandboxOptions struct {
 	python      string
 	ociRuntime  string
 	image       string
+	kubeconfig  string
+	namespace   string
+	runtimeCls  string
 	seccomp     bool
 	userns      bool
 	memory      int64
@@ -40,10 +43,13 @@ type sandboxOptions struct {
 
 func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
-	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames), "runtime", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
+	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames), "runtime", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), kubernetes (a pod per interpreter on a cluster), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
-	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker: the probe image (make image builds it)")
+	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker or kubernetes: the probe image (make image builds it)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "with --runtime kubernetes: the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&o.namespace, "namespace", "", "with --runtime kubernetes: where the probe pods run (default: the kubeconfig context's, else default)")
+	fs.StringVar(&o.runtimeCls, "runtime-class", "", "with --runtime kubernetes: the pods' RuntimeClass (gvisor where the cluster has it)")
 	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
 	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
 	fs.Var(newSize(&o.memory, d.Limits.MemoryBytes), "memory", "memory limit of each interpreter (512MiB, 2GiB; a plain number is bytes)")

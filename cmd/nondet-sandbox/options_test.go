@@ -23,7 +23,7 @@ func testOptions(t *testing.T, runtime string, seed uint64) runOptions {
 	o.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
 	o.format, o.quiet, o.jobs, o.memory, o.runtimeName, o.seed = "json", true, 2, 1<<30, runtime, seed
 	o.python = "python3"
-	if runtime != "docker" {
+	if runtime != "docker" && runtime != "kubernetes" { // the image's own
 		o.python = testenv.Python(t)
 	}
 	return o

@@ -21,6 +21,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/kubernetes"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/rootless"
 )
@@ -146,8 +147,14 @@ func newRuntime(ctx context.Context, name string, o sandboxOptions) (sandbox.Run
 			return nil, engine.Unavailable(err)
 		}
 		return rt, nil
+	case "kubernetes":
+		rt, err := kubernetes.New(ctx, kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, Image: o.image, RuntimeClass: o.runtimeCls})
+		if err != nil {
+			return nil, engine.Unavailable(err)
+		}
+		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose auto, embedded, rootless, oci, docker or host", name)
+	return nil, usageErrorf("unknown runtime %q; choose %s", name, strings.Join(runtimeNames, ", "))
 }
 
 // autoRuntime is the strongest sandbox this machine gives the caller:
@@ -197,8 +204,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	var pkgs []engine.Package
 	if len(opts.packages) > 0 || opts.allPkgs {
-		if opts.runtimeName == "docker" {
-			return usageErrorf("--package reads the environment of --python on this machine; the docker runtime probes with its image's interpreter: use another runtime")
+		if opts.runtimeName == "docker" || opts.runtimeName == "kubernetes" {
+			return usageErrorf("--package reads the environment of --python on this machine; the %s runtime probes with its image's interpreter: use another runtime", opts.runtimeName)
 		}
 		if pkgs, err = engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs); err != nil {
 			return err

@@ -22,7 +22,7 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 	// Each runtime in a subtest of its own: one that is missing here does
 	// not discard the others' comparison.
 	verdicts := map[string]map[string]string{}
-	for _, rt := range []string{"embedded", "oci", "docker", "host", "runsc"} {
+	for _, rt := range []string{"embedded", "oci", "docker", "kubernetes", "host", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
 			name := rt
 			if rt == "runsc" { // the oci runtime on gVisor's runsc
@@ -33,6 +33,9 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 				if opts.ociRuntime = os.Getenv("NONDET_SANDBOX_RUNSC"); opts.ociRuntime == "" {
 					opts.ociRuntime = "runsc"
 				}
+			}
+			if rt == "kubernetes" {
+				opts.kubeconfig = testenv.Kubeconfig(t)
 			}
 			opts.smellRuns = 0
 			var out, errOut bytes.Buffer

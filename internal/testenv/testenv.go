@@ -69,3 +69,22 @@ func HostCannot(t testing.TB, reason string) {
 	t.Logf("SKIP (allowed in CI: the host cannot run this): %s", reason)
 	t.Skip(reason)
 }
+
+// DefaultKubeconfig is where scripts/start-kubernetes writes the admin
+// kubeconfig of its single-node cluster.
+const DefaultKubeconfig = "/var/lib/nondet-sandbox-k8s/admin.kubeconfig"
+
+// Kubeconfig returns the kubeconfig of the cluster tests run pods on:
+// $NONDET_SANDBOX_KUBECONFIG, else the one scripts/start-kubernetes writes;
+// it skips when there is none.
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
+	Integration(t)
+	if p := os.Getenv("NONDET_SANDBOX_KUBECONFIG"); p != "" {
+		return p
+	}
+	if _, err := os.Stat(DefaultKubeconfig); err != nil {
+		Skip(t, "no Kubernetes cluster: scripts/start-kubernetes starts one (or set NONDET_SANDBOX_KUBECONFIG)")
+	}
+	return DefaultKubeconfig
+}

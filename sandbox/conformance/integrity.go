@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ var inContainerOnly = map[string]bool{"signal_worker": true, "lingering": true}
 // Integrity scans each technique of fixtures/integrity (dir) beside the
 // honest module, both in one shard, and checks that the honest module's
 // verdicts are what they are alone: scanned code changes the verdicts of
-// its own module only.
-func Integrity(t *testing.T, rt sandbox.Runtime, python, dir string) {
+// its own module only. With only, just those techniques.
+func Integrity(t *testing.T, rt sandbox.Runtime, python, dir string, only ...string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -32,6 +33,9 @@ func Integrity(t *testing.T, rt sandbox.Runtime, python, dir string) {
 			continue
 		}
 		name := e.Name()
+		if len(only) > 0 && !slices.Contains(only, name) {
+			continue
+		}
 		if !rt.Isolated() && inContainerOnly[name] {
 			t.Logf("%s: acts on every process it may signal; run in containers only", name)
 			continue

@@ -1,0 +1,671 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/watch"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// DefaultImage is the probe image, as on Docker: `make image` builds it;
+// a cluster's nodes must have it (loaded, or from a registry they reach).
+const DefaultImage = "nondet-sandbox-probe:latest"
+
+// ScanLabel labels every pod and lease with its scan's id.
+const ScanLabel = "nondet-sandbox.scan"
+
+// NetworkExit is the worker's exit status when it found a network it can
+// reach from inside the pod and refused to run scanned code.
+const NetworkExit = 86
+
+// treeDir is where the init container unpacks the tree, in the emptyDir
+// the probe mounts read-only (one subPath per bind).
+const treeDir = "/nondet-tree"
+
+// maxTree caps the unpacked tree a pod receives.
+const maxTree = 512 << 20
+
+// deadline is each pod's activeDeadlineSeconds: a backstop for a
+// coordinator that stops watching; the engine's own limits come first.
+const deadline = 6 * time.Hour
+
+// leaseTerm is how long a scan's lease holds without renewal: a scan whose
+// lease is older is dead, and a later scan sweeps what it left.
+const leaseTerm = 60 * time.Second
+
+// Options say which cluster, where in it, and with what.
+type Options struct {
+	Kubeconfig   string // "" for $KUBECONFIG or ~/.kube/config, or in-cluster
+	Namespace    string // "" for the kubeconfig context's, else default
+	Image        string
+	RuntimeClass string // a RuntimeClass name (gvisor), or ""
+	PullPolicy   corev1.PullPolicy
+}
+
+// Runtime is the Kubernetes backend.
+type Runtime struct {
+	cfg    *rest.Config
+	core   typedcorev1.CoreV1Interface
+	leases typedcoordinationv1.CoordinationV1Interface
+	ns     string
+	opts   Options
+	host   string // the API server, for messages
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New connects to the cluster and checks that it answers. Its errors are
+// one line that says what to do.
+func New(ctx context.Context, o Options) (*Runtime, error) {
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.PullPolicy == "" {
+		o.PullPolicy = corev1.PullIfNotPresent
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("no Kubernetes cluster configured (%s): pass --kubeconfig, set KUBECONFIG, or run inside a cluster", firstLine(err.Error())))
+	}
+	ns := o.Namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	// A scan makes a few calls per pod and runs many pods at once.
+	cfg.QPS, cfg.Burst = 50, 100
+	// Only the two API groups it uses: the whole clientset would triple
+	// the binary.
+	core, err := typedcorev1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %v", err)
+	}
+	leases, err := typedcoordinationv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := core.Namespaces().Get(pctx, ns, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("the namespace %s does not exist in the cluster at %s: create it or pass --namespace", ns, cfg.Host))
+		}
+		if !apierrors.IsForbidden(err) { // a role may rightly not read namespaces
+			return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("cannot reach the Kubernetes API at %s: %s; check --kubeconfig and that the cluster runs", cfg.Host, firstLine(err.Error())))
+		}
+	}
+	return &Runtime{cfg: cfg, core: core, leases: leases, ns: ns, opts: o, host: cfg.Host}, nil
+}
+
+func (*Runtime) Name() string   { return "kubernetes" }
+func (*Runtime) Isolated() bool { return true }
+
+// InImage says the interpreter is the image's, as on Docker.
+func (*Runtime) InImage() bool { return true }
+
+// CheckNetwork says the worker must check, from inside, that nothing but
+// loopback is reachable: the cluster's network plugin decides that, not
+// this runtime.
+func (*Runtime) CheckNetwork() bool { return true }
+
+// Markless: the pod's log is the one way out, and the scanned code can
+// write to any descriptor its module's child holds.
+func (*Runtime) Markless() bool { return true }
+
+// Applies: every condition but the CPU set, which a pod cannot choose.
+func (*Runtime) Applies() []sandbox.Support {
+	out := sandbox.ContainerConditions()
+	for i := range out {
+		if out[i].Condition == sandbox.CPUs {
+			out[i] = sandbox.Support{Condition: sandbox.CPUs, Reason: "a pod cannot choose its CPUs (only a node's static CPU manager pins them)"}
+		}
+	}
+	return out
+}
+
+// Namespace is where the runtime makes its pods.
+func (r *Runtime) Namespace() string { return r.ns }
+
+// Begin takes the scan's lease, renewed while the scan runs.
+func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {
+	s := &session{Runtime: r, scan: scan, pods: r.core.Pods(r.ns), stop: make(chan struct{})}
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: leaseName(scan.ID), Labels: map[string]string{ScanLabel: scan.ID}},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(holder()),
+			LeaseDurationSeconds: ptr.To(int32(leaseTerm / time.Second)),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+		},
+	}
+	leases := r.leases.Leases(r.ns)
+	if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("kubernetes: taking the scan's lease in namespace %s: %s", r.ns, firstLine(err.Error()))
+	}
+	go s.renew()
+	s.Ending = sandbox.EndOnce(func(ctx context.Context) error {
+		close(s.stop)
+		_, err := r.removeScan(ctx, func(id string) bool { return id != scan.ID })
+		return err
+	})
+	return s, nil
+}
+
+func leaseName(scanID string) string { return "nondet-sandbox-" + scanID }
+
+func holder() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", h, os.Getpid())
+}
+
+// session is one scan's pods.
+type session struct {
+	*Runtime
+	scan sandbox.Scan
+	pods typedcorev1.PodInterface
+	stop chan struct{}
+	sandbox.Ending
+
+	treeMu  sync.Mutex
+	treeKey string
+	tree    *tree
+}
+
+// renew keeps the scan's lease fresh until the session ends.
+func (s *session) renew() {
+	t := time.NewTicker(leaseTerm / 4)
+	defer t.Stop()
+	leases := s.leases.Leases(s.ns)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if l, err := leases.Get(ctx, leaseName(s.scan.ID), metav1.GetOptions{}); err == nil {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
+		}
+		cancel()
+	}
+}
+
+// shim runs as the probe container's command, as the run's user: the
+// container's standard output (its log) becomes the record channel, fd 3;
+// its standard input (the attach the runtime writes the request into) the
+// input, fd 4; marks go nowhere (fd 5: nothing scanned may reach the log).
+// Everything else the worker and the scanned code write goes nowhere. It
+// lowers the open-file limit as Docker's is, sets the umask, makes and enters the working directory, forks until the
+// next pid is the run's, runs the interpreter as a child and lets go of
+// the log and the input once it has them, so no probe reaches them through
+// /proc/1/fd.
+const shim = `exec 3>&1 4<&0 5>/dev/null 0</dev/null 1>/dev/null 2>/dev/null
+ulimit -n 1024; ulimit -c 0
+umask "$1"; t=$2; d=$3; shift 3
+mkdir -p -- "$d" 2>/dev/null; cd -- "$d" || exit 125
+while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done
+"$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
+
+// unpack is the init container's command: the tree from its standard input.
+const unpack = `umask 022; exec tar -xzf - -C ` + treeDir + ` --no-same-owner`
+
+// Run makes one pod, feeds it the tree and the request, relays its records
+// from the log, waits for it and deletes it.
+func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
+	tr, err := s.treeFor(job)
+	if err != nil {
+		return nil, err
+	}
+	name := podName(job.ID)
+	pod := s.podSpec(name, job, tr)
+	if _, err := s.pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("kubernetes: creating pod %s: %s", name, firstLine(err.Error()))
+	}
+	defer cleanup.Do(ctx, 30*time.Second, func(dctx context.Context) {
+		_ = s.pods.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+	})
+
+	// The tree, once the init container runs.
+	p, err := s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+		if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
+			return true, nil
+		}
+		return false, stuck(p)
+	})
+	if err != nil {
+		return s.failed(ctx, err)
+	}
+	if st := status(p.Status.InitContainerStatuses, "tree"); st.State.Running != nil {
+		if err := s.attach(ctx, name, "tree", bytes.NewReader(tr.data)); err != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("kubernetes: sending the tree to pod %s: %s", name, firstLine(err.Error()))
+		}
+	}
+	// The request and the records, once the probe runs.
+	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+		if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && st.State.Terminated != nil && st.State.Terminated.ExitCode != 0 {
+			return false, fmt.Errorf("the tree could not be unpacked in the pod (exit status %d): is the emptyDir's size limit too small?", st.State.Terminated.ExitCode)
+		}
+		if st := status(p.Status.ContainerStatuses, "probe"); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
+			return true, nil
+		}
+		return false, stuck(p)
+	})
+	if err != nil {
+		return s.failed(ctx, err)
+	}
+	attached := make(chan struct{})
+	go func() {
+		defer close(attached)
+		var in io.Reader = strings.NewReader("")
+		if job.Input != nil {
+			in = job.Input
+		}
+		_ = s.attach(ctx, name, "probe", in)
+	}()
+	logs, err := s.pods.GetLogs(name, &corev1.PodLogOptions{Container: "probe", Follow: true}).Stream(ctx)
+	if err != nil {
+		return s.failed(ctx, fmt.Errorf("reading the probe's log: %s", firstLine(err.Error())))
+	}
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		defer logs.Close()
+		_, _ = io.Copy(job.Records, logs)
+	}()
+	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return true, nil
+		}
+		st := status(p.Status.ContainerStatuses, "probe")
+		return st != nil && st.State.Terminated != nil, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return &sandbox.Exit{Signal: "SIGKILL"}, nil
+		}
+		return nil, fmt.Errorf("kubernetes: pod %s: %s", name, firstLine(err.Error()))
+	}
+	select {
+	case <-relayed:
+	case <-time.After(10 * time.Second):
+		logs.Close()
+		<-relayed
+	}
+	select {
+	case <-attached:
+	case <-time.After(2 * time.Second):
+	}
+	exit := &sandbox.Exit{}
+	st := status(p.Status.ContainerStatuses, "probe")
+	switch {
+	case st != nil && st.State.Terminated != nil:
+		t := st.State.Terminated
+		exit.Code, exit.Signal = sandbox.DecodeShimStatus(int(t.ExitCode))
+		exit.OOMKilled = t.Reason == "OOMKilled"
+		if exit.OOMKilled && exit.Signal == "" {
+			exit.Signal = "SIGKILL"
+		}
+	default: // the deadline, or the node, ended it
+		exit.Signal = "SIGKILL"
+	}
+	if exit.Code == NetworkExit && exit.Signal == "" {
+		return nil, sandbox.Unavailable(sandbox.ErrNetwork, fmt.Sprintf(
+			"the probe pod can reach a network beyond loopback, so the worker refused to run scanned code: give probe pods no route out (nodes whose CNI configuration gives pods only a loopback interface, or a deny-all NetworkPolicy in namespace %s enforced by the cluster's network plugin; see deploy/kubernetes/)", s.ns))
+	}
+	return exit, nil
+}
+
+// failed ends a job that could not start: cancelled, or the pod is stuck.
+func (s *session) failed(ctx context.Context, err error) (*sandbox.Exit, error) {
+	if ctx.Err() != nil {
+		return &sandbox.Exit{Signal: "SIGKILL"}, nil
+	}
+	return nil, fmt.Errorf("kubernetes: %s", firstLine(err.Error()))
+}
+
+// stuck says why a pod that is not running never will: an image it cannot
+// have, a spec the node refuses.
+func stuck(p *corev1.Pod) error {
+	if p.Status.Phase == corev1.PodFailed {
+		return fmt.Errorf("pod %s failed: %s %s", p.Name, p.Status.Reason, p.Status.Message)
+	}
+	for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := st.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+				return fmt.Errorf("the nodes cannot get the probe image %s (%s: %s): load it on every node (docker save | ctr -n k8s.io images import -) or push it where they pull from, or pass --image", st.Image, w.Reason, w.Message)
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return fmt.Errorf("the node refused the probe container (%s: %s)", w.Reason, w.Message)
+			}
+		}
+	}
+	return nil
+}
+
+func status(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// await watches one pod until done says so (or fails).
+func (s *session) await(ctx context.Context, name string, done func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+	for {
+		p, err := s.pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := done(p); ok || err != nil {
+			return p, err
+		}
+		w, err := s.pods.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: p.ResourceVersion,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Deleted {
+				w.Stop()
+				return nil, fmt.Errorf("pod %s was deleted", name)
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				if ok, err := done(p); ok || err != nil {
+					w.Stop()
+					return p, err
+				}
+			}
+		}
+		w.Stop()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// The server ended the watch: look again.
+	}
+}
+
+// attach writes in to a container's standard input and closes it.
+func (s *session) attach(ctx context.Context, name, container string, in io.Reader) error {
+	req := s.core.RESTClient().Post().Resource("pods").Namespace(s.ns).Name(name).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true}, parameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(s.cfg, "GET", req.URL().String())
+	if err != nil {
+		return err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(s.cfg, "POST", req.URL())
+	if err != nil {
+		return err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, httpstream.IsUpgradeFailure)
+	if err != nil {
+		return err
+	}
+	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in})
+}
+
+// podSpec is the sandbox policy and the run's conditions as a pod.
+func (s *session) podSpec(name string, job *sandbox.Job, tr *tree) *corev1.Pod {
+	c := job.Cond
+	home := c.Home
+	if home == "" {
+		home = "/home/probe"
+	}
+	tmpfs := job.Limits.TmpfsBytes
+	if tmpfs <= 0 {
+		tmpfs = sandbox.DefaultTmpfsBytes
+	}
+	memory := job.Limits.MemoryBytes
+	if memory <= 0 {
+		memory = 2 << 30
+	}
+	limits := corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI)}
+	if job.Limits.CPUs > 0 {
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(job.Limits.CPUs*1000), resource.DecimalSI)
+	}
+	requests := corev1.ResourceList{
+		corev1.ResourceMemory: *resource.NewQuantity(min(memory, 256<<20), resource.BinarySI),
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(100, resource.DecimalSI),
+	}
+	restricted := &corev1.SecurityContext{
+		RunAsUser: ptr.To(int64(c.UID)), RunAsGroup: ptr.To(int64(c.GID)), RunAsNonRoot: ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	memDir := func(name string, size int64) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(size, resource.BinarySI)}}}
+	}
+	// /dev/shm (the pod's) and /dev/mqueue are writable: covered
+	// read-only, as Docker's are.
+	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}, {Name: "home", MountPath: home},
+		{Name: "cover", MountPath: "/dev/shm", ReadOnly: true}, {Name: "cover", MountPath: "/dev/mqueue", ReadOnly: true}}
+	for i, b := range tr.binds {
+		mounts = append(mounts, corev1.VolumeMount{Name: "tree", MountPath: b.Target, SubPath: "b" + strconv.Itoa(i), ReadOnly: true})
+	}
+	dir := job.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	cmd := []string{"/bin/sh", "-c", shim, "sh", fmt.Sprintf("%04o", c.Umask), strconv.Itoa(c.PidFloor), dir, "/usr/bin/env", "-i"}
+	cmd = append(append(cmd, job.Env...), job.Argv...)
+	spec := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  ptr.To(false),
+		EnableServiceLinks:            ptr.To(false),
+		Hostname:                      hostname(c.Hostname),
+		ActiveDeadlineSeconds:         ptr.To(int64(deadline / time.Second)),
+		TerminationGracePeriodSeconds: ptr.To(int64(0)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsUser: ptr.To(int64(c.UID)), RunAsGroup: ptr.To(int64(c.GID)), RunAsNonRoot: ptr.To(true),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Volumes: []corev1.Volume{memDir("tree", tr.room), memDir("tmp", tmpfs), memDir("home", tmpfs), memDir("cover", 4096)},
+		InitContainers: []corev1.Container{{
+			Name: "tree", Image: s.opts.Image, ImagePullPolicy: s.opts.PullPolicy,
+			Command: literal([]string{"/bin/sh", "-c", unpack}), Stdin: true, StdinOnce: true,
+			VolumeMounts:    []corev1.VolumeMount{{Name: "tree", MountPath: treeDir}},
+			SecurityContext: restricted,
+			Resources:       corev1.ResourceRequirements{Limits: limits, Requests: requests},
+		}},
+		Containers: []corev1.Container{{
+			Name: "probe", Image: s.opts.Image, ImagePullPolicy: s.opts.PullPolicy,
+			Command: literal(cmd), Stdin: true, StdinOnce: true, WorkingDir: "/",
+			VolumeMounts:    mounts,
+			SecurityContext: restricted,
+			Resources:       corev1.ResourceRequirements{Limits: limits, Requests: requests},
+		}},
+	}
+	if s.opts.RuntimeClass != "" {
+		spec.RuntimeClassName = ptr.To(s.opts.RuntimeClass)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ScanLabel: s.scan.ID, "app.kubernetes.io/managed-by": "nondet-sandbox"}},
+		Spec:       spec,
+	}
+}
+
+// parameterCodec encodes the attach options, from core/v1's types alone.
+var parameterCodec = func() runtime.ParameterCodec {
+	sch := runtime.NewScheme()
+	if err := corev1.AddToScheme(sch); err != nil {
+		panic(err) // static types that always register
+	}
+	return runtime.NewParameterCodec(sch)
+}()
+
+// literal escapes a command for the kubelet, which expands $(NAME) and
+// turns $$ into $ in a container's command.
+func literal(cmd []string) []string {
+	out := make([]string, len(cmd))
+	for i, a := range cmd {
+		out[i] = strings.ReplaceAll(a, "$", "$$")
+	}
+	return out
+}
+
+var notName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// podName makes a job's id a pod name (a DNS label), unique by a digest
+// when it has to be cut.
+func podName(id string) string {
+	n := strings.Trim(notName.ReplaceAllString(strings.ToLower(id), "-"), "-")
+	if len(n) > 63 {
+		sum := sha256.Sum256([]byte(id))
+		n = strings.TrimRight(n[:52], "-") + "-" + hex.EncodeToString(sum[:])[:10]
+	}
+	return n
+}
+
+// hostname keeps a run's hostname when it is a DNS label, as the pod
+// field must be.
+func hostname(h string) string {
+	if h == "" {
+		return ""
+	}
+	n := strings.Trim(notName.ReplaceAllString(strings.ToLower(h), "-"), "-")
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return n
+}
+
+// Sweep removes the pods and leases of scans that no longer run: not
+// running here (alive) and with a lease no one renewed within its term.
+func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string, error) {
+	live := map[string]bool{}
+	leases, err := r.leases.Leases(r.ns).List(ctx, metav1.ListOptions{LabelSelector: ScanLabel})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: listing leases: %s", firstLine(err.Error()))
+	}
+	here, _ := os.Hostname()
+	for _, l := range leases.Items {
+		// A scan of this machine is alive when alive says so, however
+		// fresh its lease; one of another machine while its lease is.
+		h := ""
+		if l.Spec.HolderIdentity != nil {
+			h, _, _ = strings.Cut(*l.Spec.HolderIdentity, "/")
+		}
+		if h != here && fresh(&l) {
+			live[l.Labels[ScanLabel]] = true
+		}
+	}
+	return r.removeScan(ctx, func(id string) bool { return alive(id) || live[id] })
+}
+
+// fresh says a lease was renewed within its term.
+func fresh(l *coordinationv1.Lease) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+}
+
+// removeScan deletes the pods and leases of every scan alive says is not.
+func (r *Runtime) removeScan(ctx context.Context, alive func(string) bool) ([]string, error) {
+	var removed []string
+	var errs []error
+	pods, err := r.core.Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: ScanLabel})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: listing pods: %s", firstLine(err.Error()))
+	}
+	for _, p := range pods.Items {
+		if alive(p.Labels[ScanLabel]) {
+			continue
+		}
+		err := r.core.Pods(r.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "pod "+p.Name)
+	}
+	leases, err := r.leases.Leases(r.ns).List(ctx, metav1.ListOptions{LabelSelector: ScanLabel})
+	if err != nil {
+		return removed, errors.Join(append(errs, err)...)
+	}
+	for _, l := range leases.Items {
+		if alive(l.Labels[ScanLabel]) {
+			continue
+		}
+		if err := r.leases.Leases(r.ns).Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "lease "+l.Name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Resources lists the pods and leases of a scan (every scan's when id is
+// empty) that exist now, as "pod NAME" and "lease NAME".
+func (r *Runtime) Resources(ctx context.Context, id string) ([]string, error) {
+	sel := ScanLabel
+	if id != "" {
+		sel = ScanLabel + "=" + id
+	}
+	var out []string
+	pods, err := r.core.Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		out = append(out, "pod "+p.Name)
+	}
+	leases, err := r.leases.Leases(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range leases.Items {
+		out = append(out, "lease "+l.Name)
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

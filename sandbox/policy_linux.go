@@ -171,14 +171,7 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 		cond.UID, cond.GID = 0, 0 // the one id mapped (see below)
 	}
 	umask := cond.Umask
-	home := cond.Home
-	if home == "" {
-		home = "/home/probe"
-	}
-	tmpfsSize := job.Limits.TmpfsBytes
-	if tmpfsSize <= 0 {
-		tmpfsSize = DefaultTmpfsBytes
-	}
+	home, tmpfsSize := job.HomeDir(), job.Tmpfs()
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=64k"}},

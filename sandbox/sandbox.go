@@ -151,6 +151,23 @@ type Job struct {
 	Limits  Limits
 }
 
+// HomeDir is the job's HOME inside the sandbox: the run's, else
+// /home/probe.
+func (j *Job) HomeDir() string {
+	if j.Cond.Home == "" {
+		return "/home/probe"
+	}
+	return j.Cond.Home
+}
+
+// Tmpfs is the size of each of the job's tmpfs mounts (/tmp, HOME).
+func (j *Job) Tmpfs() int64 {
+	if j.Limits.TmpfsBytes <= 0 {
+		return DefaultTmpfsBytes
+	}
+	return j.Limits.TmpfsBytes
+}
+
 // Files are the descriptors a job's process gets above stdio: the record
 // channel as fd 3 and, when there are, the input as fd 4 and the marks as
 // fd 5 (a job with marks has an input).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -68,15 +67,11 @@ func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	out := stdout
-	if opts.output != "" {
-		f, err := os.Create(opts.output)
-		if err != nil {
-			return usageErrorf("--output: %v", err)
-		}
-		defer f.Close()
-		out = f
+	out, closeOut, err := openOutput(opts.output, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeOut()
 	if err := writeReport(out, opts.format, rep, colorful(out)); err != nil {
 		return err
 	}

@@ -231,15 +231,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	// The report's file is opened before the scan, so a path that cannot
 	// be written fails at once, not after every probe has run.
-	out := stdout
-	if opts.output != "" {
-		f, err := os.Create(opts.output)
-		if err != nil {
-			return usageErrorf("--output: %v", err)
-		}
-		defer f.Close()
-		out = f
+	out, closeOut, err := openOutput(opts.output, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeOut()
 	if src.Len() == 0 {
 		// More parts than files: this part scans nothing, and says so.
 		rep := &report.Report{Tool: report.Tool{Name: "nondet-sandbox", Version: version}, Runtime: opts.runtimeName,
@@ -298,6 +294,18 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		return errFindings
 	}
 	return nil
+}
+
+// openOutput opens -o's file (stdout when none) for a report.
+func openOutput(path string, stdout io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return stdout, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, usageErrorf("--output: %v", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // writeReport writes rep in one of formats; text in colour when color.

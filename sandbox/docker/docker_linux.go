@@ -128,14 +128,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	defer ch.Finish()
 
 	c := job.Cond
-	home := c.Home
-	if home == "" {
-		home = "/home/probe"
-	}
-	tmpfsSize := job.Limits.TmpfsBytes
-	if tmpfsSize <= 0 {
-		tmpfsSize = sandbox.DefaultTmpfsBytes
-	}
+	home, tmpfsSize := job.HomeDir(), job.Tmpfs()
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: ch.Dir, Target: fifochan.Inside, ReadOnly: true},
 		// Docker mounts a world-writable /dev/mqueue; cover it.

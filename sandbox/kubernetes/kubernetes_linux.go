@@ -445,14 +445,7 @@ func (s *session) attach(ctx context.Context, name, container string, in io.Read
 // podSpec is the sandbox policy and the run's conditions as a pod.
 func (s *session) podSpec(name string, job *sandbox.Job, tr *tree) *corev1.Pod {
 	c := job.Cond
-	home := c.Home
-	if home == "" {
-		home = "/home/probe"
-	}
-	tmpfs := job.Limits.TmpfsBytes
-	if tmpfs <= 0 {
-		tmpfs = sandbox.DefaultTmpfsBytes
-	}
+	home, tmpfs := job.HomeDir(), job.Tmpfs()
 	memory := job.Limits.MemoryBytes
 	if memory <= 0 {
 		memory = 2 << 30

@@ -612,14 +612,24 @@ _MARKS = None
 
 def _map_marks():
     """Maps fd 5 when it is the engine's mark file, and closes it: no
-    process of the probe needs the descriptor after that."""
+    process of the probe holds a descriptor of it after that. (Python's
+    mmap would keep a duplicate at the lowest free descriptor, where the
+    scanned code writes when it writes to fd 3.)"""
     global _MARKS
     try:
         st = os.fstat(MARK_FD)
-        if stat.S_ISREG(st.st_mode) and st.st_size >= 8:
-            _MARKS = mmap.mmap(MARK_FD, 8)
-            os.close(MARK_FD)
-    except (OSError, ValueError):
+        if not (stat.S_ISREG(st.st_mode) and st.st_size >= 8):
+            return
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        addr = libc.mmap(None, 8, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, MARK_FD, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            return
+        _MARKS = ctypes.c_int64.from_address(addr)  # little-endian on every host the engine runs on
+        os.close(MARK_FD)
+    except (OSError, ValueError, AttributeError):
         _MARKS = None
 
 
@@ -640,7 +650,7 @@ class CallMark:
         struct.pack_into("d", self.mem, 8, time.monotonic())
         struct.pack_into("d", self.mem, 0, float(idx))
         if _MARKS is not None:
-            struct.pack_into("<q", _MARKS, 0, idx)
+            _MARKS.value = idx
             return
         try:
             os.write(MARK_FD, idx.to_bytes(8, "little", signed=True))

@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	cryptorand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,5 +94,54 @@ func TestDockerUnreachable(t *testing.T) {
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "cannot reach the Docker engine at unix:///nonexistent/docker.sock") ||
 		!strings.Contains(msg, "start it") {
 		t.Fatalf("not a one-line error that says what to do: %q", msg)
+	}
+}
+
+// TestKubernetesTreeOf50MB: a scanned tree of 50 MB (a module and an
+// incompressible file beside it) reaches every pod whole: the module's
+// function reads the file and raises unless its digest is the one written.
+func TestKubernetesTreeOf50MB(t *testing.T) {
+	testenv.Integration(t)
+	kubeconfig := testenv.Kubeconfig(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	blob := make([]byte, 50<<20)
+	if _, err := cryptorand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(blob)
+	if err := os.WriteFile(filepath.Join(dir, "blob.bin"), blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`import hashlib, os
+
+
+def whole():
+    with open(os.path.join(os.path.dirname(__file__), "blob.bin"), "rb") as fh:
+        data = fh.read()
+    if hashlib.sha256(data).hexdigest() != %q:
+        raise ValueError("the tree arrived cut or changed")
+    return len(data)
+`, hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(filepath.Join(dir, "big.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(t, "kubernetes", 3)
+	opts.kubeconfig, opts.smellRuns = kubeconfig, 0
+	var out, errOut bytes.Buffer
+	err := runRun(context.Background(), opts, []string{dir}, &out, &errOut)
+	if errors.Is(err, engine.ErrRuntime) {
+		testenv.Skip(t, "kubernetes runtime unavailable: "+err.Error())
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var rep engine.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Function("big.py::whole")
+	if f == nil || f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered == 0 || f.Rungs.Raised != 0 {
+		t.Fatalf("big.py::whole: %+v", f)
 	}
 }

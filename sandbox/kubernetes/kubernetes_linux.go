@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
@@ -85,6 +87,9 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 // New connects to the cluster and checks that it answers. Its errors are
 // one line that says what to do.
 func New(ctx context.Context, o Options) (*Runtime, error) {
+	// client-go logs what it recovers from (a closed stream) through
+	// klog, to standard error: a library of this tool prints nothing.
+	klog.SetLogger(logr.Discard())
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
@@ -227,22 +232,41 @@ func (s *session) renew() {
 
 // shim runs as the probe container's command, as the run's user: the
 // container's standard output (its log) becomes the record channel, fd 3;
-// its standard input (the attach the runtime writes the request into) the
-// input, fd 4; marks go nowhere (fd 5: nothing scanned may reach the log).
-// Everything else the worker and the scanned code write goes nowhere. It
-// lowers the open-file limit as Docker's is, sets the umask, makes and enters the working directory, forks until the
-// next pid is the run's, runs the interpreter as a child and lets go of
-// the log and the input once it has them, so no probe reaches them through
-// /proc/1/fd.
-const shim = `exec 3>&1 4<&0 5>/dev/null 0</dev/null 1>/dev/null 2>/dev/null
+// exactly the input's bytes of its standard input (the attach the runtime
+// writes the request into; a background job's would be /dev/null), read by
+// head and piped, the input, fd 4; marks
+// go nowhere (fd 5: nothing scanned may reach the log). Everything else
+// the worker and the scanned code write goes nowhere. It lowers the
+// open-file limit as Docker's is, sets the umask, makes and enters the
+// working directory, forks until the next pid is the run's, runs the
+// interpreter as a child and lets go of the log and the input once it has
+// them, so no probe reaches them through /proc/1/fd. It outlives the
+// interpreter by a second: containerd 1.6 loses what is still on its way
+// to the log when a container ends (a 220 kB output written just before
+// the end arrived cut at 96 to 176 kB, in the log file too; whole after a
+// second, every time).
+const shim = `exec 3>&1 6<&0 5>/dev/null 1>/dev/null 2>/dev/null
 ulimit -n 1024; ulimit -c 0
-umask "$1"; t=$2; d=$3; shift 3
+umask "$1"; t=$2; d=$3; n=$4; shift 4
 mkdir -p -- "$d" 2>/dev/null; cd -- "$d" || exit 125
 while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done
-"$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
+head -c "$n" <&6 6<&- | { exec 4<&0 0</dev/null 6<&-; exec "$@"; } & p=$!; exec 0</dev/null 3>&- 5>&- 6<&-; wait $p; s=$?; sleep 1; exit $s`
 
-// unpack is the init container's command: the tree from its standard input.
-const unpack = `umask 022; exec tar -xzf - -C ` + treeDir + ` --no-same-owner`
+// unpack is the init container's command: exactly the tree's bytes of its
+// standard input (its first argument says how many), unpacked.
+const unpack = `umask 022; head -c "$1" | tar -xzf - -C ` + treeDir + ` --no-same-owner`
+
+// Attach streams are held open once their bytes are sent and closed only
+// when the container is done with them: closing a container's standard
+// input right after the last byte can lose the bytes still in flight (a
+// 220 kB input arrived cut at 192 kB), so the containers read exactly
+// as many bytes as they are sent, and no end of input is needed.
+type held struct{ done <-chan struct{} }
+
+func (h held) Read([]byte) (int, error) {
+	<-h.done
+	return 0, io.EOF
+}
 
 // Run makes one pod, feeds it the tree and the request, relays its records
 // from the log, waits for it and deletes it.
@@ -251,8 +275,14 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return nil, err
 	}
+	var input []byte
+	if job.Input != nil {
+		if input, err = io.ReadAll(job.Input); err != nil {
+			return nil, fmt.Errorf("kubernetes: reading the job's input: %w", err)
+		}
+	}
 	name := podName(job.ID)
-	pod := s.podSpec(name, job, tr)
+	pod := s.podSpec(name, job, tr, len(input))
 	if _, err := s.pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("kubernetes: creating pod %s: %s", name, firstLine(err.Error()))
 	}
@@ -270,10 +300,12 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return s.failed(ctx, err)
 	}
+	treeCtx, treeSent := context.WithCancel(ctx)
+	defer treeSent()
 	if st := status(p.Status.InitContainerStatuses, "tree"); st.State.Running != nil {
-		if err := s.attach(ctx, name, "tree", bytes.NewReader(tr.data)); err != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("kubernetes: sending the tree to pod %s: %s", name, firstLine(err.Error()))
-		}
+		go func() {
+			_ = s.attach(treeCtx, name, "tree", io.MultiReader(bytes.NewReader(tr.data), held{treeCtx.Done()}))
+		}()
 	}
 	// The request and the records, once the probe runs.
 	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
@@ -288,24 +320,24 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err != nil {
 		return s.failed(ctx, err)
 	}
+	treeSent()
+	inCtx, inSent := context.WithCancel(ctx)
+	defer inSent()
 	attached := make(chan struct{})
 	go func() {
 		defer close(attached)
-		var in io.Reader = strings.NewReader("")
-		if job.Input != nil {
-			in = job.Input
-		}
-		_ = s.attach(ctx, name, "probe", in)
+		_ = s.attach(inCtx, name, "probe", io.MultiReader(bytes.NewReader(input), held{inCtx.Done()}))
 	}()
 	logs, err := s.pods.GetLogs(name, &corev1.PodLogOptions{Container: "probe", Follow: true}).Stream(ctx)
 	if err != nil {
 		return s.failed(ctx, fmt.Errorf("reading the probe's log: %s", firstLine(err.Error())))
 	}
 	relayed := make(chan struct{})
+	var sent int64
 	go func() {
 		defer close(relayed)
 		defer logs.Close()
-		_, _ = io.Copy(job.Records, logs)
+		sent, _ = io.Copy(job.Records, logs)
 	}()
 	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -326,6 +358,13 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		logs.Close()
 		<-relayed
 	}
+	// A followed log may end before the last lines the container wrote
+	// (the kubelet stops following when it sees the container gone): the
+	// log read whole, once the container has ended, has the rest.
+	if whole, err := s.pods.GetLogs(name, &corev1.PodLogOptions{Container: "probe"}).DoRaw(ctx); err == nil && int64(len(whole)) > sent {
+		_, _ = job.Records.Write(whole[sent:])
+	}
+	inSent()
 	select {
 	case <-attached:
 	case <-time.After(2 * time.Second):
@@ -443,7 +482,7 @@ func (s *session) attach(ctx context.Context, name, container string, in io.Read
 }
 
 // podSpec is the sandbox policy and the run's conditions as a pod.
-func (s *session) podSpec(name string, job *sandbox.Job, tr *tree) *corev1.Pod {
+func (s *session) podSpec(name string, job *sandbox.Job, tr *tree, inputBytes int) *corev1.Pod {
 	c := job.Cond
 	home, tmpfs := job.HomeDir(), job.Tmpfs()
 	memory := job.Limits.MemoryBytes
@@ -481,7 +520,7 @@ func (s *session) podSpec(name string, job *sandbox.Job, tr *tree) *corev1.Pod {
 	if dir == "" {
 		dir = "/"
 	}
-	cmd := []string{"/bin/sh", "-c", shim, "sh", fmt.Sprintf("%04o", c.Umask), strconv.Itoa(c.PidFloor), dir, "/usr/bin/env", "-i"}
+	cmd := []string{"/bin/sh", "-c", shim, "sh", fmt.Sprintf("%04o", c.Umask), strconv.Itoa(c.PidFloor), dir, strconv.Itoa(inputBytes), "/usr/bin/env", "-i"}
 	cmd = append(append(cmd, job.Env...), job.Argv...)
 	spec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
@@ -497,7 +536,7 @@ func (s *session) podSpec(name string, job *sandbox.Job, tr *tree) *corev1.Pod {
 		Volumes: []corev1.Volume{memDir("tree", tr.room), memDir("tmp", tmpfs), memDir("home", tmpfs), memDir("cover", 4096)},
 		InitContainers: []corev1.Container{{
 			Name: "tree", Image: s.opts.Image, ImagePullPolicy: s.opts.PullPolicy,
-			Command: literal([]string{"/bin/sh", "-c", unpack}), Stdin: true, StdinOnce: true,
+			Command: literal([]string{"/bin/sh", "-c", unpack, "sh", strconv.Itoa(len(tr.data))}), Stdin: true, StdinOnce: true,
 			VolumeMounts:    []corev1.VolumeMount{{Name: "tree", MountPath: treeDir}},
 			SecurityContext: restricted,
 			Resources:       corev1.ResourceRequirements{Limits: limits, Requests: requests},

@@ -101,7 +101,7 @@ func TestPodSpecIsThePolicy(t *testing.T) {
 		Limits: sandbox.Limits{MemoryBytes: 1 << 30, CPUs: 0.5, TmpfsBytes: 32 << 20},
 	}
 	tr := &tree{binds: []sandbox.Bind{{Source: "/x", Target: "/nondet"}, {Source: "/y", Target: "/scan/0"}}, room: 20 << 20}
-	p := s.podSpec(podName(job.ID), job, tr)
+	p := s.podSpec(podName(job.ID), job, tr, 1234)
 	spec := p.Spec
 	if p.Labels[ScanLabel] != "abcd" || p.Name != "nondet-sandbox-abcd-s0-r1-7" {
 		t.Errorf("name %q labels %v", p.Name, p.Labels)
@@ -133,7 +133,7 @@ func TestPodSpecIsThePolicy(t *testing.T) {
 	if !slices.Contains(probe.Command, "$$1") && !strings.Contains(strings.Join(probe.Command, " "), `umask "$$1"`) {
 		t.Errorf("the shim's $ are not escaped for the kubelet: %v", probe.Command)
 	}
-	if !slices.Contains(probe.Command, "0077") || !slices.Contains(probe.Command, "30") || !slices.Contains(probe.Command, "/tmp/work") {
+	if !slices.Contains(probe.Command, "0077") || !slices.Contains(probe.Command, "30") || !slices.Contains(probe.Command, "/tmp/work") || !slices.Contains(probe.Command, "1234") {
 		t.Errorf("umask, pid floor or working directory missing from %v", probe.Command)
 	}
 	mounts := map[string]corev1.VolumeMount{}

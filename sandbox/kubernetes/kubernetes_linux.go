@@ -84,12 +84,15 @@ type Runtime struct {
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
+var quietKlog sync.Once
+
 // New connects to the cluster and checks that it answers. Its errors are
 // one line that says what to do.
 func New(ctx context.Context, o Options) (*Runtime, error) {
 	// client-go logs what it recovers from (a closed stream) through
 	// klog, to standard error: a library of this tool prints nothing.
-	klog.SetLogger(logr.Discard())
+	// Once: streams of an earlier runtime may be logging meanwhile.
+	quietKlog.Do(func() { klog.SetLogger(logr.Discard()) })
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}

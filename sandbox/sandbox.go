@@ -91,6 +91,10 @@ func EndOnce(end func(context.Context) error) Ending {
 // End releases what the scan's Begin made; a second call does nothing.
 func (e Ending) End(ctx context.Context) error { return e.end(ctx) }
 
+// ProbeImage is the probe image of the runtimes that run one (docker,
+// kubernetes): what `make image` builds.
+const ProbeImage = "nondet-sandbox-probe:latest"
+
 // ScratchVar starts a path that a runtime without containers places under
 // its scan's scratch directory.
 const ScratchVar = "$SCRATCH"

@@ -30,7 +30,7 @@ import (
 )
 
 // DefaultImage is what `make image` builds.
-const DefaultImage = "nondet-sandbox-probe:latest"
+const DefaultImage = sandbox.ProbeImage
 
 // ScanLabel labels every container with its scan's id.
 const ScanLabel = "nondet-sandbox.scan"

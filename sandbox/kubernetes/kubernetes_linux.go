@@ -39,7 +39,7 @@ import (
 
 // DefaultImage is the probe image, as on Docker: `make image` builds it;
 // a cluster's nodes must have it (loaded, or from a registry they reach).
-const DefaultImage = "nondet-sandbox-probe:latest"
+const DefaultImage = sandbox.ProbeImage
 
 // ScanLabel labels every pod and lease with its scan's id.
 const ScanLabel = "nondet-sandbox.scan"

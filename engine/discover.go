@@ -2,11 +2,16 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // ladders are the rungs' displays, by ladder key (the arity, and the kinds
@@ -25,6 +30,9 @@ type discoveredModule struct {
 	Error       string               `json:"error"`
 	Functions   []discoveredFunction `json:"functions"`
 	ModuleFacts gate.Facts           `json:"module_facts"`
+	// Code is the module's bytecode, compiled by discovery (see
+	// keepBytecode); dropped once written.
+	Code []byte `json:"code,omitempty"`
 }
 
 type discoveredFunction struct {
@@ -60,7 +68,9 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		// On the host runtime, which has no cgroup, discovery's memory
 		// is bounded by the worker's own address-space limit.
 		ASLimit int64 `json:"address_space_limit,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity}
+		// Code asks for each module's bytecode (see keepBytecode).
+		Code bool `json:"code,omitempty"`
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.opts.Runtime.Isolated()}
 	if !s.opts.Runtime.Isolated() {
 		req.ASLimit = s.opts.Limits.MemoryBytes
 	}
@@ -113,5 +123,53 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	if !done {
 		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.opts.Python, out.describe(), out.stderrTail())
 	}
+	if err := s.keepBytecode(files, d); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// codeTarget is where a container sees the scan's code folder.
+const codeTarget = "/nondet-code"
+
+// keepBytecode writes the bytecode discovery compiled into the scan's code
+// folder, each module's file named after the path it is imported from
+// (the worker's code_name), and binds the folder read-only into every
+// later job. Each probe child then loads a module's code instead of
+// compiling it: compiled once per scan, not once per module per run
+// (isolated runtimes write no bytecode). The bytecode comes from
+// discovery, where nothing scanned runs; the worker uses it only when its
+// hash matches the source it reads. The host runtime keeps its own cache
+// (PYTHONPYCACHEPREFIX).
+func (s *scan) keepBytecode(files []sourceFile, d *discovery) error {
+	dir := filepath.Join(s.scratch, "code")
+	wrote := false
+	for _, f := range files {
+		m := d.modules[f.Rel]
+		if m == nil || len(m.Code) == 0 {
+			continue
+		}
+		if !wrote {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("code folder: %w", err)
+			}
+			wrote = true
+		}
+		if err := os.WriteFile(filepath.Join(dir, codeName(s.inside(f.Path))), m.Code, 0o644); err != nil {
+			return fmt.Errorf("code folder: %w", err)
+		}
+		m.Code = nil
+	}
+	if wrote && s.codeDir == "" {
+		s.binds = append(s.binds, sandbox.Bind{Source: dir, Target: codeTarget})
+		s.codeDir = codeTarget
+	}
+	return nil
+}
+
+// codeName is the worker's code_name: the file a module's bytecode is
+// kept in, named after the path the module is imported from.
+func codeName(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(sum[:16]) + ".pyc"
 }

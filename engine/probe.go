@@ -154,6 +154,8 @@ type workerPlan struct {
 	// it names the call that ran past its limit and goes on with the next.
 	CallTimeout   float64 `json:"call_timeout"`
 	ImportTimeout float64 `json:"import_timeout"`
+	// CodeDir holds the scanned modules' bytecode, compiled by discovery.
+	CodeDir string `json:"code_dir,omitempty"`
 }
 
 // backstop is how long the engine waits past a step's own limit before it
@@ -170,7 +172,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run in
 	if sh = sh.under(rc); sh == nil {
 		return
 	}
-	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}}
+	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}, CodeDir: s.codeDir}
 	modIndex := map[int]int{} // scan module -> plan module
 	var modOf []int           // plan module -> scan module
 	for _, p := range sh.Probes {

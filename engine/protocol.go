@@ -11,7 +11,8 @@ import (
 //
 //	kind    mode      fields                         meaning
 //	ladder  discover  rungs                          every ladder's rung displays, by key
-//	module  discover  rel status error functions …   one parsed module
+//	module  discover  rel status error functions …   one parsed module; code its bytecode
+//	                  code                           (a hash-checked pyc, base64) when asked
 //	posture posture   cap_* seccomp uid …            what a probe sees of its sandbox
 //	is      probe     m                              importing plan module m starts
 //	id      probe     m                              module m imported

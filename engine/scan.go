@@ -31,6 +31,7 @@ type scan struct {
 	python    string // the interpreter, as an absolute path
 	worker    string // the worker's bytecode in shared/, when it could be compiled
 	binds     []sandbox.Bind
+	codeDir   string // where probes find the modules' bytecode (keepBytecode), or ""
 	runs      []RunConditions
 	loc       locales
 	locpath   string // host directory of generated locales, or ""

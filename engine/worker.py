@@ -26,7 +26,9 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
 
   kind     mode      fields                   meaning
   ladder   discover  rungs                    every ladder's rung displays, by key
-  module   discover  rel status error ...     one parsed module and its functions
+  module   discover  rel status error ...     one parsed module and its functions; code
+                     code                     its bytecode (a hash-checked pyc, base64)
+                                              when asked
   posture  posture   cap_* seccomp uid ...    what a probe sees of its sandbox
   is       probe     m                        importing plan module m starts
   id       probe     m                        module m imported
@@ -79,7 +81,10 @@ import types
 import dataclasses  # noqa: E402,F401
 import fcntl  # noqa: E402,F401
 import importlib  # noqa: E402,F401
+import importlib.machinery  # noqa: E402,F401
 import importlib.util  # noqa: E402,F401
+import base64  # noqa: E402,F401
+import marshal  # noqa: E402,F401
 import locale  # noqa: E402,F401
 import mmap  # noqa: E402,F401
 import resource  # noqa: E402,F401
@@ -683,7 +688,7 @@ def discover(req):
     max_arity = req.get("max_arity", MAX_ARITY)
     keys = {str(a): (a, []) for a in range(max_arity + 1)}
     for f in req["files"]:
-        rec = describe_module(f["path"], f["rel"])
+        rec = describe_module(f["path"], f["rel"], req.get("code", False))
         for fn in rec.get("functions", []):
             if fn["required"] <= max_arity:
                 keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
@@ -692,7 +697,7 @@ def discover(req):
     ch.send({"k": "done"}, flush=True)
 
 
-def describe_module(path, rel):
+def describe_module(path, rel, code=False):
     if not isinstance(path, str) or not isinstance(rel, str):
         # open() of an int would open (and close) a file descriptor.
         raise TypeError("describe_module takes a path and a relative path")
@@ -732,7 +737,96 @@ def describe_module(path, rel):
         f["ladder"] = ladder_key(f["required"], f["kinds"])
     rec["functions"] = funcs
     rec["module_facts"] = _facts(top_level, aliases, names)
+    if code:
+        pyc = bytecode(src, path)
+        if pyc is not None:
+            rec["code"] = base64.b64encode(pyc).decode("ascii")
     return rec
+
+
+# The largest module bytecode discovery sends: with the rest of its record,
+# within the engine's longest record line once in base64.
+MAX_BYTECODE = 512 << 10
+
+
+def bytecode(src, path):
+    """The module's code as a hash-checked pyc (PEP 552), compiled as
+    import compiles it (from the source's bytes, named by the path import
+    finds it at): discovery compiles each module once per scan and every
+    probe child loads it (CodeCache) instead of compiling it again. None
+    when it cannot be compiled, is too large, or holds a frozenset
+    constant, whose iteration order would be the compiling process's
+    rather than the probe's."""
+    try:
+        co = compile(src, path, "exec", dont_inherit=True)
+    except Exception:
+        return None
+    if _has_frozenset(co):
+        return None
+    data = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
+    return data if len(data) <= MAX_BYTECODE else None
+
+
+def _has_frozenset(co):
+    for c in co.co_consts:
+        if isinstance(c, frozenset) or (isinstance(c, types.CodeType) and _has_frozenset(c)):
+            return True
+        if isinstance(c, tuple) and any(isinstance(e, frozenset) for e in c):
+            return True
+    return False
+
+
+def code_name(path):
+    """The file a module's bytecode is kept in, in the scan's code folder:
+    named after the path the module is imported from (the engine names it
+    the same way)."""
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".pyc"
+
+
+class CodeCache:
+    """Loads a scanned module's bytecode from the scan's code folder
+    (read-only in every probe, written by the engine from discovery's
+    records) when its hash matches the source as read now; anything else
+    compiles as usual. Installed as a path hook in the probe's parent,
+    before any scanned root is on sys.path."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        cache = self
+
+        class SourceFileLoader(importlib.machinery.SourceFileLoader):
+            def get_code(self, fullname):
+                code = cache.load(self.path, self.get_data)
+                return code if code is not None else super().get_code(fullname)
+
+        self.loader = SourceFileLoader
+
+    def load(self, path, get_data):
+        try:
+            with _open_code(os.path.join(self.folder, code_name(path))) as fh:
+                data = fh.read()
+        except (OSError, ValueError, TypeError):
+            return None
+        try:
+            if data[:4] != importlib.util.MAGIC_NUMBER or data[4:8] != (3).to_bytes(4, "little"):
+                return None
+            if data[8:16] != importlib.util.source_hash(get_data(path)):
+                return None
+            code = marshal.loads(memoryview(data)[16:])
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, types.CodeType) else None
+
+    def install(self):
+        m = importlib.machinery
+        hook = m.FileFinder.path_hook(
+            (m.ExtensionFileLoader, m.EXTENSION_SUFFIXES),
+            (self.loader, m.SOURCE_SUFFIXES),
+            (m.SourcelessFileLoader, m.BYTECODE_SUFFIXES))
+        sys.path_hooks.insert(0, hook)
+
+
+_open_code = io.open_code
 
 
 # Statements whose bodies run at import, and so can define module-level
@@ -941,6 +1035,8 @@ def probe(plan):
     ch = Channel(plan.pop("nonce"))
     _harden()
     _map_marks()
+    if plan.get("code_dir"):
+        CodeCache(plan["code_dir"]).install()
     if plan.get("umask"):
         os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")

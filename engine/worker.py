@@ -1065,21 +1065,23 @@ def _harden():
     """The parent is not dumpable (no child may read its memory or its
     descriptors through /proc, or trace it) and reaps every orphan its
     children leave, so it can end them before the next module runs."""
+    global _PRCTL
     try:
         import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        _PRCTL(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE
+        _PRCTL(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
+
+
+# libc's prctl, looked up once by the parent: a child only calls it.
+_PRCTL = None
 
 
 def _child_dumpable():
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    if _PRCTL is not None:
+        _PRCTL(4, 1, 0, 0, 0)
 
 
 def _sweep_children():

@@ -207,6 +207,7 @@ class Bytecode(unittest.TestCase):
     def test_frozenset_constants_and_syntax_errors_are_not_kept(self):
         self.assertIsNone(worker.bytecode(b"def f():\n    return [x for x in {'a', 'b'}]\n", self.path))
         self.assertIsNone(worker.bytecode(b"def f(:\n", self.path))
+        self.assertIsNone(worker.bytecode(b"def f():\n    def g(x):\n        return x in {'a', 'b'}\n    return g\n", self.path))
         self.assertIsNotNone(worker.bytecode(b"def f():\n    return ('a', 'b')\n", self.path))
 
     def test_discovery_sends_the_code_when_asked(self):
@@ -214,6 +215,16 @@ class Bytecode(unittest.TestCase):
         rec = worker.describe_module(self.path, "bcpkg/mod.py", True)
         self.assertEqual(base64.b64decode(rec["code"]), worker.bytecode(self.src, self.path))
         self.assertNotIn("code", worker.describe_module(self.path, "bcpkg/mod.py"))
+
+    def test_a_module_too_large_for_its_record_goes_without_code(self):
+        with open(self.path, "w") as fh:
+            for i in range(4000):
+                fh.write("def f%d(x):\n    return [x, %d, 'v%d' * 3, x + %d]\n" % (i, i, i, i))
+        rec = worker.describe_module(self.path, "bcpkg/mod.py", True)
+        self.assertEqual(rec["status"], "ok")
+        self.assertEqual(len(rec["functions"]), 4000)
+        self.assertNotIn("code", rec)
+        self.assertLess(len(worker._encode(rec)), worker.MAX_MODULE_RECORD)
 
     def test_code_name_is_the_engines(self):
         # engine/discover_test.go checks codeName against the same name.

@@ -740,13 +740,17 @@ def describe_module(path, rel, code=False):
     if code:
         pyc = bytecode(src, path)
         if pyc is not None:
-            rec["code"] = base64.b64encode(pyc).decode("ascii")
+            text = base64.b64encode(pyc).decode("ascii")
+            # The record must stay within the engine's longest line, or the
+            # module itself would be lost: the code is only a saving.
+            if len(text) + len(_encode(rec)) <= MAX_MODULE_RECORD:
+                rec["code"] = text
     return rec
 
 
-# The largest module bytecode discovery sends: with the rest of its record,
-# within the engine's longest record line once in base64.
-MAX_BYTECODE = 512 << 10
+# The longest module record discovery sends with its code: well within the
+# engine's longest record line (maxRecord, 1 MiB).
+MAX_MODULE_RECORD = 768 << 10
 
 
 def bytecode(src, path):
@@ -756,23 +760,23 @@ def bytecode(src, path):
     probe child loads it (CodeCache) instead of compiling it again. None
     when it cannot be compiled, is too large, or holds a frozenset
     constant, whose iteration order would be the compiling process's
-    rather than the probe's."""
+    rather than the probe's (the record that carries it bounds its size)."""
     try:
         co = compile(src, path, "exec", dont_inherit=True)
     except Exception:
         return None
     if _has_frozenset(co):
         return None
-    data = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
-    return data if len(data) <= MAX_BYTECODE else None
+    return importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
 
 
-def _has_frozenset(co):
-    for c in co.co_consts:
-        if isinstance(c, frozenset) or (isinstance(c, types.CodeType) and _has_frozenset(c)):
-            return True
-        if isinstance(c, tuple) and any(isinstance(e, frozenset) for e in c):
-            return True
+def _has_frozenset(c):
+    if isinstance(c, frozenset):
+        return True
+    if isinstance(c, types.CodeType):
+        return any(_has_frozenset(e) for e in c.co_consts)
+    if isinstance(c, tuple):
+        return any(_has_frozenset(e) for e in c)
     return False
 
 

@@ -31,7 +31,7 @@ type discoveredModule struct {
 	Functions   []discoveredFunction `json:"functions"`
 	ModuleFacts gate.Facts           `json:"module_facts"`
 	// Code is the module's bytecode, compiled by discovery (see
-	// keepBytecode); dropped once written.
+	// keepCode); dropped once written.
 	Code []byte `json:"code,omitempty"`
 }
 
@@ -68,14 +68,16 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		// On the host runtime, which has no cgroup, discovery's memory
 		// is bounded by the worker's own address-space limit.
 		ASLimit int64 `json:"address_space_limit,omitempty"`
-		// Code asks for each module's bytecode (see keepBytecode).
+		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
 	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.opts.Runtime.Isolated()}
 	if !s.opts.Runtime.Isolated() {
 		req.ASLimit = s.opts.Limits.MemoryBytes
 	}
+	importPath := map[string]string{} // by Rel: where the probes import it from
 	for _, f := range files {
 		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
+		importPath[f.Rel] = s.inside(f.Path)
 	}
 	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
 	done := false
@@ -106,6 +108,15 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 				recErr = err
 				return
 			}
+			if len(m.Code) > 0 {
+				if path, ok := importPath[m.Rel]; ok {
+					if err := s.keepCode(path, m.Code); err != nil {
+						recErr = err
+						return
+					}
+				}
+				m.Code = nil
+			}
 			d.modules[m.Rel] = &m
 		case kindDone:
 			done = true
@@ -123,48 +134,41 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	if !done {
 		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.opts.Python, out.describe(), out.stderrTail())
 	}
-	if err := s.keepBytecode(files, d); err != nil {
-		return nil, err
-	}
+	s.bindCode()
 	return d, nil
 }
 
 // codeTarget is where a container sees the scan's code folder.
 const codeTarget = "/nondet-code"
 
-// keepBytecode writes the bytecode discovery compiled into the scan's code
-// folder, each module's file named after the path it is imported from
-// (the worker's code_name), and binds the folder read-only into every
-// later job. Each probe child then loads a module's code instead of
-// compiling it: compiled once per scan, not once per module per run
-// (isolated runtimes write no bytecode). The bytecode comes from
-// discovery, where nothing scanned runs; the worker uses it only when its
-// hash matches the source it reads. The host runtime keeps its own cache
-// (PYTHONPYCACHEPREFIX).
-func (s *scan) keepBytecode(files []sourceFile, d *discovery) error {
+// keepCode writes one module's bytecode, compiled by discovery, into the
+// scan's code folder, named after the path the module is imported from
+// (the worker's code_name), as its record arrives. Each probe child then
+// loads the module's code instead of compiling it: compiled once per
+// scan, not once per module per run (isolated runtimes write no
+// bytecode). The code comes from discovery, where nothing scanned runs;
+// the worker uses it only while its hash matches the source it reads. The
+// host runtime keeps its own cache (PYTHONPYCACHEPREFIX).
+func (s *scan) keepCode(path string, code []byte) error {
 	dir := filepath.Join(s.scratch, "code")
-	wrote := false
-	for _, f := range files {
-		m := d.modules[f.Rel]
-		if m == nil || len(m.Code) == 0 {
-			continue
-		}
-		if !wrote {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("code folder: %w", err)
-			}
-			wrote = true
-		}
-		if err := os.WriteFile(filepath.Join(dir, codeName(s.inside(f.Path))), m.Code, 0o644); err != nil {
-			return fmt.Errorf("code folder: %w", err)
-		}
-		m.Code = nil
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("code folder: %w", err)
 	}
-	if wrote && s.codeDir == "" {
-		s.binds = append(s.binds, sandbox.Bind{Source: dir, Target: codeTarget})
+	if err := os.WriteFile(filepath.Join(dir, codeName(path)), code, 0o644); err != nil {
+		return fmt.Errorf("code folder: %w", err)
+	}
+	s.codeKept = true
+	return nil
+}
+
+// bindCode binds the code folder read-only into every later job, once
+// discovery has kept any code. (The kubernetes runtime packs the tree of a
+// job's binds: its later pods get the folder with it.)
+func (s *scan) bindCode() {
+	if s.codeKept && s.codeDir == "" {
+		s.binds = append(s.binds, sandbox.Bind{Source: filepath.Join(s.scratch, "code"), Target: codeTarget})
 		s.codeDir = codeTarget
 	}
-	return nil
 }
 
 // codeName is the worker's code_name: the file a module's bytecode is

@@ -31,7 +31,8 @@ type scan struct {
 	python    string // the interpreter, as an absolute path
 	worker    string // the worker's bytecode in shared/, when it could be compiled
 	binds     []sandbox.Bind
-	codeDir   string // where probes find the modules' bytecode (keepBytecode), or ""
+	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
+	codeKept  bool   // discovery kept some module's bytecode
 	runs      []RunConditions
 	loc       locales
 	locpath   string // host directory of generated locales, or ""

@@ -207,6 +207,11 @@ class Bytecode(unittest.TestCase):
     def test_frozenset_constants_and_syntax_errors_are_not_kept(self):
         self.assertIsNone(worker.bytecode(b"def f():\n    return [x for x in {'a', 'b'}]\n", self.path))
         self.assertIsNone(worker.bytecode(b"def f(:\n", self.path))
+        # Nested deeper than a recursive walk could go: described all the same.
+        deep = b"x = " + b"lambda: " * 500 + b"1\n"
+        with open(self.path, "wb") as fh:
+            fh.write(deep)
+        self.assertEqual(worker.describe_module(self.path, "bcpkg/mod.py", True)["status"], "ok")
         self.assertIsNone(worker.bytecode(b"def f():\n    def g(x):\n        return x in {'a', 'b'}\n    return g\n", self.path))
         self.assertIsNotNone(worker.bytecode(b"def f():\n    return ('a', 'b')\n", self.path))
 

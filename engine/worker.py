@@ -54,6 +54,8 @@ batches (FLUSH_RECORDS, FLUSH_SECONDS); only an import's start and end wait
 for the parent to have passed them on.
 
 A probe plan's "segments" split its calls into lone runs, a child each.
+A discover request's "code" asks for each module's bytecode; a probe plan's
+"code_dir" is where the engine keeps it (CodeCache).
 """
 
 import ast
@@ -83,7 +85,6 @@ import fcntl  # noqa: E402,F401
 import importlib  # noqa: E402,F401
 import importlib.machinery  # noqa: E402,F401
 import importlib.util  # noqa: E402,F401
-import base64  # noqa: E402,F401
 import marshal  # noqa: E402,F401
 import locale  # noqa: E402,F401
 import mmap  # noqa: E402,F401
@@ -737,9 +738,11 @@ def describe_module(path, rel, code=False):
         f["ladder"] = ladder_key(f["required"], f["kinds"])
     rec["functions"] = funcs
     rec["module_facts"] = _facts(top_level, aliases, names)
-    if code:
+    del tree, top_level, defs, by_name  # compiling parses the source again
+    if code and len(src) <= MAX_MODULE_RECORD:
         pyc = bytecode(src, path)
         if pyc is not None:
+            import base64  # discovery only: no scanned root is on sys.path here
             text = base64.b64encode(pyc).decode("ascii")
             # The record must stay within the engine's longest line, or the
             # module itself would be lost: the code is only a saving.
@@ -763,20 +766,26 @@ def bytecode(src, path):
     rather than the probe's (the record that carries it bounds its size)."""
     try:
         co = compile(src, path, "exec", dont_inherit=True)
-    except Exception:
+        if _has_frozenset(co):
+            return None
+        return importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
+    except Exception:  # whatever the source is, its module is still described
         return None
-    if _has_frozenset(co):
-        return None
-    return importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
 
 
-def _has_frozenset(c):
-    if isinstance(c, frozenset):
-        return True
-    if isinstance(c, types.CodeType):
-        return any(_has_frozenset(e) for e in c.co_consts)
-    if isinstance(c, tuple):
-        return any(_has_frozenset(e) for e in c)
+def _has_frozenset(co):
+    """Whether a frozenset is among the constants of co or of any code or
+    tuple nested in them (walked without recursion: nesting is the
+    source's to choose)."""
+    todo = [co]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, frozenset):
+            return True
+        if isinstance(c, types.CodeType):
+            todo.extend(c.co_consts)
+        elif isinstance(c, tuple):
+            todo.extend(c)
     return False
 
 
@@ -830,6 +839,9 @@ class CodeCache:
         sys.path_hooks.insert(0, hook)
 
 
+# The loader opens the kept code as import opens files, through the
+# function captured here: the scanned code may replace io.open_code or
+# open in its own process, and the next module's import must not use that.
 _open_code = io.open_code
 
 

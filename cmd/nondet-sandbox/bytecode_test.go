@@ -29,7 +29,9 @@ func TestProbesLoadDiscoverysBytecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each answer carries a random number, so the function is a finding
-	// and the report shows its answers.
+	// and the report shows its answers. The folder and the file's name are
+	// written out here on purpose: they are what the worker and the engine
+	// must agree on.
 	src := "import hashlib, os, random\n\ndef loader():\n" +
 		"    kept = os.path.exists('/nondet-code/' + hashlib.sha256(__file__.encode()).hexdigest()[:32] + '.pyc')\n" +
 		"    return [kept, type(__loader__).__module__, random.random()]\n"

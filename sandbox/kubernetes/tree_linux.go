@@ -23,8 +23,8 @@ type tree struct {
 	room  int64
 }
 
-// treeFor is the tree of a job's binds, made once per scan (every job of a
-// scan binds the same).
+// treeFor is the tree of a job's binds, made once per scan and once more
+// when the binds change (the engine adds the code folder after discovery).
 func (s *session) treeFor(job *sandbox.Job) (*tree, error) {
 	var key strings.Builder
 	for _, b := range job.Binds {

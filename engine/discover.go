@@ -76,8 +76,8 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	}
 	importPath := map[string]string{} // by Rel: where the probes import it from
 	for _, f := range files {
-		req.Files = append(req.Files, reqFile{Path: s.inside(f.Path), Rel: f.Rel})
 		importPath[f.Rel] = s.inside(f.Path)
+		req.Files = append(req.Files, reqFile{Path: importPath[f.Rel], Rel: f.Rel})
 	}
 	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
 	done := false

@@ -761,16 +761,21 @@ def bytecode(src, path):
     import compiles it (from the source's bytes, named by the path import
     finds it at): discovery compiles each module once per scan and every
     probe child loads it (CodeCache) instead of compiling it again. None
-    when it cannot be compiled, is too large, or holds a frozenset
-    constant, whose iteration order would be the compiling process's
-    rather than the probe's (the record that carries it bounds its size)."""
+    when it cannot be compiled or holds a frozenset constant, whose
+    iteration order would be the compiling process's rather than the
+    probe's. (describe_module bounds its size by its record's.)"""
     try:
         co = compile(src, path, "exec", dont_inherit=True)
         if _has_frozenset(co):
             return None
-        return importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(src) + marshal.dumps(co)
+        return _PYC_HEAD + importlib.util.source_hash(src) + marshal.dumps(co)
     except Exception:  # whatever the source is, its module is still described
         return None
+
+
+# A pyc's header before the source's hash (PEP 552): this interpreter's
+# magic number, then flags 3: hash-based, checked against the source.
+_PYC_HEAD = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little")
 
 
 def _has_frozenset(co):
@@ -821,7 +826,7 @@ class CodeCache:
         except (OSError, ValueError, TypeError):
             return None
         try:
-            if data[:4] != importlib.util.MAGIC_NUMBER or data[4:8] != (3).to_bytes(4, "little"):
+            if data[:8] != _PYC_HEAD:
                 return None
             if data[8:16] != importlib.util.source_hash(get_data(path)):
                 return None
@@ -840,8 +845,9 @@ class CodeCache:
 
 
 # The loader opens the kept code as import opens files, through the
-# function captured here: the scanned code may replace io.open_code or
-# open in its own process, and the next module's import must not use that.
+# function captured before anything scanned runs: a module that replaces
+# io.open_code or open in its child does not choose what its own later
+# imports load from the code folder.
 _open_code = io.open_code
 
 

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -344,4 +346,78 @@ func planShards(probes []*probe, want int) []*shard {
 		}
 	}
 	return out
+}
+
+// cpuList is a CPU set as the plan writes one (0, 0-3, 0,2-3).
+var cpuList = regexp.MustCompile(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?){0,63}$`)
+
+// maxReplayRuns bounds the run numbers a report may name: beyond it no
+// scan plans a run, so a pid floor or folder number past it is forged.
+const maxReplayRuns = 1000
+
+// checkRun says whether rc has only the values planRuns and applySupport
+// give a run, so that conditions read from a report (replay) can be
+// applied as the engine's own: anything else, a folder outside the
+// sandbox's scratch space or uid 0, is refused. It returns rc made ready
+// for a runtime that is isolated or not (the scratch prefix of the host
+// runtime's paths) and with a user that was not varied (uid 0) given the
+// base run's.
+func checkRun(rc RunConditions, isolated bool) (RunConditions, error) {
+	bad := func(field, value string) (RunConditions, error) {
+		return rc, &usageError{fmt.Sprintf("the report's run %d has %s %q, which no scan gives a run; the report was changed or is not from this tool", rc.ID, field, value)}
+	}
+	oneOf := func(v string, values ...string) bool { return slices.Contains(values, v) }
+	switch {
+	case rc.ID < 0 || rc.ID >= maxReplayRuns:
+		return bad("id", fmt.Sprint(rc.ID))
+	case !oneOf(rc.TZ, timezones...):
+		return bad("tz", rc.TZ)
+	case !oneOf(rc.Locale, "C.UTF-8", secondLocale):
+		return bad("locale", rc.Locale)
+	case !oneOf(rc.CallOrder, "forward", "reversed"):
+		return bad("call_order", rc.CallOrder)
+	case !oneOf(rc.Hostname, append([]string{""}, hostnames...)...):
+		return bad("hostname", rc.Hostname)
+	case rc.UID != rc.GID || (rc.UID != 0 && !slices.Contains(uids, rc.UID)):
+		return bad("uid/gid", fmt.Sprintf("%d/%d", rc.UID, rc.GID))
+	case !oneOf(rc.Umask, umasks...):
+		return bad("umask", rc.Umask)
+	case rc.CPUs != "" && !cpuList.MatchString(rc.CPUs):
+		return bad("cpus", rc.CPUs)
+	case !oneOf(rc.Clock, append([]string{""}, clocks...)...):
+		return bad("clock_offset", rc.Clock)
+	case rc.PidFloor != 0 && (rc.PidFloor < 20 || (rc.PidFloor-20)%7 != 0 || rc.PidFloor > 20+7*maxReplayRuns):
+		return bad("pid_floor", fmt.Sprint(rc.PidFloor))
+	}
+	cwd, okCwd := numbered(rc.Cwd, "/tmp/work", "-")
+	home, okHome := numbered(rc.Home, "/home/probe", "")
+	if !okCwd {
+		return bad("cwd", rc.Cwd)
+	}
+	if !okHome {
+		return bad("home", rc.Home)
+	}
+	rc.Cwd, rc.Home = cwd, home
+	if !isolated {
+		rc.Cwd, rc.Home = sandbox.ScratchVar+rc.Cwd, sandbox.ScratchVar+rc.Home
+	}
+	if rc.UID == 0 {
+		// Not varied where it was recorded; a container never runs as root.
+		rc.UID, rc.GID = uids[0], uids[0]
+	}
+	return rc, nil
+}
+
+// numbered checks a folder of the plan's: base, or base+sep+N, under the
+// scratch prefix or not; it returns the folder without the prefix.
+func numbered(path, base, sep string) (string, bool) {
+	path = strings.TrimPrefix(path, sandbox.ScratchVar)
+	if path == base {
+		return path, true
+	}
+	n, ok := strings.CutPrefix(path, base+sep)
+	if !ok || n == "" || len(n) > 4 || strings.Trim(n, "0123456789") != "" || (len(n) > 1 && n[0] == '0') {
+		return "", false
+	}
+	return path, true
 }

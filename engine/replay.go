@@ -29,7 +29,10 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 	if w == nil {
 		return nil, f, &usageError{fmt.Sprintf("%s has no witness to replay (its verdict is %s)", f.ID, f.Verdict)}
 	}
-	file, name, _ := strings.Cut(f.ID, "::")
+	file, name, err := checkID(f.ID)
+	if err != nil {
+		return nil, f, err
+	}
 	var target Target
 	found := false
 	for _, arg := range rep.Targets {
@@ -38,6 +41,9 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 			continue
 		}
 		path := filepath.Join(t.Base, filepath.FromSlash(file))
+		if path != t.Path && !within(path, t.Path) {
+			continue // beside a file target, not in it
+		}
 		if _, err := os.Stat(path); err == nil {
 			if target, err = ParseTarget(path + "::" + name); err == nil {
 				found = true
@@ -48,12 +54,19 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 	if !found {
 		return nil, f, &usageError{fmt.Sprintf("cannot find %s from the report's targets %v; run replay from the folder the scan ran in, or pass --root", file, rep.Targets)}
 	}
+	if opts.Notes != nil {
+		// The report chose the file: say which one runs.
+		fmt.Fprintf(opts.Notes, "nondet-sandbox: replaying %s::%s\n", target.Path, name)
+	}
 	var runs []RunConditions
 	for _, a := range w.Answers {
 		if a.Run < 0 || a.Run >= len(rep.Runs) {
 			return nil, f, &usageError{fmt.Sprintf("the report's witness names run %d, which it does not describe", a.Run)}
 		}
-		rc := rep.Runs[a.Run]
+		rc, err := checkRun(rep.Runs[a.Run], opts.Runtime.Isolated())
+		if err != nil {
+			return nil, f, err
+		}
 		rc.Purpose = "replay"
 		runs = append(runs, rc)
 	}
@@ -87,4 +100,24 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		out = append(out, r)
 	}
 	return out, f, nil
+}
+
+// checkID splits a function id read from a report into its file and
+// function, and refuses one no scan writes: the file must be a .py path
+// inside the target it came from (no "..", not absolute), the function a
+// name. A report is untrusted input; its id must not reach a file outside
+// the scanned tree.
+func checkID(id string) (file, name string, err error) {
+	i := strings.LastIndex(id, "::")
+	if i < 0 {
+		return "", "", &usageError{fmt.Sprintf("%q is not a function id (FILE.py::function)", id)}
+	}
+	file, name = id[:i], id[i+2:]
+	if !strings.HasSuffix(file, ".py") || !filepath.IsLocal(filepath.FromSlash(file)) || strings.Contains(file, "\\") || filepath.ToSlash(filepath.Clean(filepath.FromSlash(file))) != file {
+		return "", "", &usageError{fmt.Sprintf("the report's id %q names a file outside the scanned tree; the report was changed or is not from this tool", id)}
+	}
+	if !isIdentifier(name) {
+		return "", "", &usageError{fmt.Sprintf("the report's id %q does not end in a function name; the report was changed or is not from this tool", id)}
+	}
+	return file, name, nil
 }

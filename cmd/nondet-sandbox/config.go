@@ -2,59 +2,172 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
 )
 
-// A project's settings live in pyproject.toml under [tool.nondet-sandbox],
-// found from the first target upward as ruff and mypy find theirs. A flag
-// given on the command line wins over the file. Each key is the flag of
-// the same name, so the file takes exactly what the flag takes.
+// Settings come from four places, and who wrote each decides what it may
+// set. The command line and a file named with --config are the user's
+// word. The user's own config file ($XDG_CONFIG_HOME/nondet-sandbox/
+// config.toml) is too. A project's pyproject.toml, found from the first
+// target upward as ruff and mypy find theirs, arrives with the code being
+// scanned: it may shape the report, never choose what runs on this machine
+// or loosen the sandbox around it. Each key is the flag of the same name.
 //
 //	[tool.nondet-sandbox]
-//	runtime = "auto"
 //	runs = 3
-//	jobs = 2
-//	python = ".venv/bin/python"      # relative to the file
 //	include = ["src/**/*.py"]        # relative to the file
 //	exclude = ["tests", "**/_vendor/**"]
 //	order-free = ["src/util.py::merge:items"]
-//	call-timeout = "10s"
-//	private = false
-//	memory = "2GiB"
 //	package = ["requests"]           # installed distributions to audit
 
-// configKeys are the keys the file may set, each a flag of run.
-var configKeys = []string{"runtime", "runs", "jobs", "python", "include", "exclude", "order-free", "call-timeout",
-	"private", "memory", "pids", "cpus", "smell-runs", "format", "seccomp", "userns", "image", "oci-runtime", "package", "all-packages"}
+// trust is who may set a key.
+type trust int
 
-// pathKeys hold paths, which the file gives relative to itself.
-var pathKeys = map[string]bool{"python": true}
+const (
+	// shapesReport keys say what is scanned and how the report reads.
+	shapesReport trust = iota
+	// tightens keys are limits: a project may make one stricter than it
+	// is, never looser.
+	tightens
+	// userOnly keys decide what runs on this machine or how contained it
+	// is: the command line, --config FILE or the user's config only.
+	userOnly
+)
+
+// configKey is one key a config file may hold: the flag of that name.
+type configKey struct {
+	name  string
+	trust trust
+	// path keys are relative to the file that gives them.
+	path bool
+	// strictness reads a tightens key's current value from the flags:
+	// the larger, the looser.
+	strictness func(fs *pflag.FlagSet) float64
+}
+
+// configKeys is every key, in the order help lists them.
+var configKeys = []configKey{
+	{name: "runs", trust: shapesReport},
+	{name: "seed", trust: shapesReport},
+	{name: "include", trust: shapesReport},
+	{name: "exclude", trust: shapesReport},
+	{name: "order-free", trust: shapesReport},
+	{name: "private", trust: shapesReport},
+	{name: "smell-runs", trust: shapesReport},
+	{name: "format", trust: shapesReport},
+	{name: "package", trust: shapesReport},
+	{name: "all-packages", trust: shapesReport},
+	{name: "jobs", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt("jobs"); return float64(n) }},
+	{name: "call-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("call-timeout"); return float64(d) }},
+	{name: "memory", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { return float64(*fs.Lookup("memory").Value.(*size).p) }},
+	{name: "pids", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt64("pids"); return float64(n) }},
+	{name: "cpus", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {
+		n, _ := fs.GetFloat64("cpus")
+		if n <= 0 {
+			return math.Inf(1) // no quota
+		}
+		return n
+	}},
+	{name: "runtime", trust: userOnly},
+	{name: "python", trust: userOnly, path: true},
+	{name: "oci-runtime", trust: userOnly, path: true},
+	{name: "image", trust: userOnly},
+	{name: "kubeconfig", trust: userOnly, path: true},
+	{name: "namespace", trust: userOnly},
+	{name: "runtime-class", trust: userOnly},
+	{name: "seccomp", trust: userOnly},
+	{name: "userns", trust: userOnly},
+}
+
+func lookupKey(name string) (configKey, bool) {
+	for _, k := range configKeys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return configKey{}, false
+}
+
+func keyNames(which func(configKey) bool) string {
+	var names []string
+	for _, k := range configKeys {
+		if which(k) {
+			names = append(names, k.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// configSource is one config file and how far it is trusted.
+type configSource struct {
+	path    string
+	project bool // found with the scanned code, not named by the user
+}
+
+// userConfigPath is the user's own config file; "" when there is no
+// config folder.
+func userConfigPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "nondet-sandbox", "config.toml")
+}
 
 // findConfig finds the pyproject.toml with a [tool.nondet-sandbox] table
-// nearest above dir; "" when there is none.
-func findConfig(dir string) (string, error) {
+// nearest above dir; "" when there is none. A file it may not read (see
+// ownedBySafe) is passed over with a line on notes.
+func findConfig(dir string, notes io.Writer) (string, error) {
 	for d := dir; ; d = filepath.Dir(d) {
 		path := filepath.Join(d, "pyproject.toml")
 		if _, err := os.Stat(path); err == nil {
-			has, err := hasTable(path)
-			if err != nil {
-				return "", err
-			}
-			if has {
-				return path, nil
+			if why := unsafeConfig(path); why != "" {
+				fmt.Fprintf(notes, "nondet-sandbox: not reading %s: %s\n", path, why)
+			} else {
+				has, err := hasTable(path)
+				if err != nil {
+					return "", err
+				}
+				if has {
+					return path, nil
+				}
 			}
 		}
 		if d == filepath.Dir(d) {
 			return "", nil
 		}
 	}
+}
+
+// unsafeConfig says why a config file found on its own (not named with
+// --config) may not be read: one another user owns, or that others may
+// write, could be anybody's (as git's safe.directory reasons); "" when
+// it may be read.
+func unsafeConfig(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+		return fmt.Sprintf("it belongs to uid %d, not to you or root (pass --config %s to use it anyway)", sys.Uid, path)
+	}
+	if st.Mode().Perm()&0o002 != 0 {
+		return fmt.Sprintf("anyone may write it (chmod o-w %s, or pass --config %s)", path, path)
+	}
+	if dir, err := os.Stat(filepath.Dir(path)); err == nil && dir.Mode().Perm()&0o002 != 0 && dir.Mode()&os.ModeSticky == 0 {
+		return fmt.Sprintf("anyone may replace it: its folder is writable by all (pass --config %s to use it anyway)", path)
+	}
+	return ""
 }
 
 func hasTable(path string) (bool, error) {
@@ -69,31 +182,31 @@ func hasTable(path string) (bool, error) {
 }
 
 // readConfig reads the [tool.nondet-sandbox] table of path, or the whole
-// file when it is not a pyproject.toml.
+// file when it is not a pyproject.toml and has no such table.
 func readConfig(path string) (map[string]any, error) {
 	var doc map[string]any
 	if _, err := toml.DecodeFile(path, &doc); err != nil {
 		return nil, usageErrorf("%s: %v", path, err)
 	}
-	if filepath.Base(path) != "pyproject.toml" {
-		if t, ok := doc["tool"].(map[string]any); ok {
-			if table, ok := t["nondet-sandbox"].(map[string]any); ok {
-				return table, nil
-			}
-		}
+	t, _ := doc["tool"].(map[string]any)
+	table, ok := t["nondet-sandbox"].(map[string]any)
+	if !ok && filepath.Base(path) != "pyproject.toml" {
 		return doc, nil
 	}
-	t, _ := doc["tool"].(map[string]any)
-	table, _ := t["nondet-sandbox"].(map[string]any)
 	return table, nil
 }
 
-// applyConfig sets every flag that the command line did not set from the
-// config file path. It says which key is wrong, and what to write.
-func applyConfig(fs *pflag.FlagSet, path string) error {
+// applyConfig sets the flags that the command line did not set (cmdline)
+// from one config file. A project's file sets only what it may: a key
+// that decides what runs here, or one that loosens a limit, is left out
+// with a line on notes that says where it belongs. A key that is no key,
+// or a value the flag refuses, is an error that says what to write. It
+// returns the keys it set.
+func applyConfig(fs *pflag.FlagSet, src configSource, cmdline map[string]bool, notes io.Writer) ([]string, error) {
+	path := src.path
 	table, err := readConfig(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	keys := make([]string, 0, len(table))
@@ -101,53 +214,112 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, key := range keys {
-		flag := fs.Lookup(key)
-		if flag == nil || !slices.Contains(configKeys, key) {
-			return usageErrorf("%s: [tool.nondet-sandbox] has no key %q; the keys are: %s", path, key, strings.Join(configKeys, ", "))
+	var set []string
+	for _, name := range keys {
+		key, ok := lookupKey(name)
+		if !ok {
+			return nil, usageErrorf("%s: [tool.nondet-sandbox] has no key %q; the keys are: %s", path, name, keyNames(func(configKey) bool { return true }))
 		}
-		if flag.Changed {
+		flag := fs.Lookup(name)
+		if flag == nil || cmdline[name] {
+			continue // not this command's, or the command line's
+		}
+		if src.project && key.trust == userOnly {
+			fmt.Fprintf(notes, "nondet-sandbox: %s: %s ignored: a project's config may not choose what runs on this machine or how it is contained; give --%s, or set it in %s\n",
+				path, name, name, userConfigPath())
 			continue
 		}
-		var values []string
-		switch v := table[key].(type) {
-		case []any:
-			for _, e := range v {
-				s, ok := e.(string)
-				if !ok {
-					return usageErrorf("%s: %s: give a list of strings", path, key)
-				}
-				values = append(values, s)
-			}
-		case string:
-			values = []string{v}
-		case int64, bool, float64:
-			values = []string{fmt.Sprint(v)}
-		default:
-			return usageErrorf("%s: %s: %v is not a value this key takes", path, key, v)
+		values, err := configValues(path, name, table[name])
+		if err != nil {
+			return nil, err
 		}
+		var before float64
+		if src.project && key.trust == tightens {
+			before = key.strictness(fs)
+		}
+		old := flag.Value.String()
 		for _, v := range values {
-			if pathKeys[key] && (strings.Contains(v, "/") || strings.Contains(v, string(filepath.Separator))) && !filepath.IsAbs(v) {
+			if key.path && (strings.Contains(v, "/") || strings.Contains(v, string(filepath.Separator))) && !filepath.IsAbs(v) {
 				v = filepath.Join(dir, v)
 			}
-			if err := fs.Set(key, v); err != nil {
-				return usageErrorf("%s: %s = %q: %v", path, key, v, err)
+			if err := fs.Set(name, v); err != nil {
+				return nil, usageErrorf("%s: %s = %q: %v", path, name, v, err)
 			}
 		}
+		if src.project && key.trust == tightens && key.strictness(fs) > before {
+			_ = flag.Value.Set(old)
+			fmt.Fprintf(notes, "nondet-sandbox: %s: %s ignored: a project's config may tighten this limit, not loosen it (it is %s); give --%s, or set it in %s\n",
+				path, name, old, name, userConfigPath())
+			continue
+		}
+		set = append(set, name)
 	}
-	return nil
+	return set, nil
 }
 
-// configure applies the project's config file to the flags the command
-// line left alone: --config FILE, else the pyproject.toml found from the
-// first target (or the working directory) upward, unless --no-config. It returns the file's folder,
-// which include and exclude patterns are relative to ("" for none).
-func (o *runOptions) configure(fs *pflag.FlagSet, args []string) (string, error) {
+// configValues are a key's value as the strings its flag takes.
+func configValues(path, key string, value any) ([]string, error) {
+	switch v := value.(type) {
+	case []any:
+		var values []string
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, usageErrorf("%s: %s: give a list of strings", path, key)
+			}
+			values = append(values, s)
+		}
+		return values, nil
+	case string:
+		return []string{v}, nil
+	case int64, bool, float64:
+		return []string{fmt.Sprint(v)}, nil
+	}
+	return nil, usageErrorf("%s: %s: %v is not a value this key takes", path, key, value)
+}
+
+// commandLine is the set of flags the command line set.
+func commandLine(fs *pflag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// applyUserConfig applies the user's own config file, when there is one,
+// to the flags the command line left alone.
+func applyUserConfig(fs *pflag.FlagSet, cmdline map[string]bool, notes io.Writer) error {
+	path := userConfigPath()
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	if why := unsafeConfig(path); why != "" {
+		fmt.Fprintf(notes, "nondet-sandbox: not reading %s: %s\n", path, why)
+		return nil
+	}
+	_, err := applyConfig(fs, configSource{path: path}, cmdline, notes)
+	return err
+}
+
+// configure applies the config files to the flags the command line left
+// alone, unless --no-config: the user's own file, then --config FILE or
+// else the project's pyproject.toml found from the first target (or the
+// working directory) upward. It returns the folder of the file that
+// include and exclude are relative to ("" for none). The keys a project
+// outside the working directory set are said on notes: the user did not
+// write them.
+func (o *runOptions) configure(fs *pflag.FlagSet, args []string, notes io.Writer) (string, error) {
 	if o.noConfig {
 		return "", nil
 	}
-	path := o.config
-	if path == "" {
+	cmdline := commandLine(fs)
+	if err := applyUserConfig(fs, cmdline, notes); err != nil {
+		return "", err
+	}
+	src := configSource{path: o.config}
+	if src.path == "" {
 		start := "."
 		if len(args) > 0 {
 			start, _, _ = strings.Cut(args[0], "::")
@@ -159,18 +331,32 @@ func (o *runOptions) configure(fs *pflag.FlagSet, args []string) (string, error)
 		if st, err := os.Stat(abs); err == nil && !st.IsDir() {
 			abs = filepath.Dir(abs)
 		}
-		if path, err = findConfig(abs); err != nil || path == "" {
+		if src.path, err = findConfig(abs, notes); err != nil || src.path == "" {
 			return "", err
 		}
-	} else if _, err := os.Stat(path); err != nil {
+		src.project = true
+	} else if _, err := os.Stat(src.path); err != nil {
 		return "", usageErrorf("--config: %v", err)
 	}
-	if err := applyConfig(fs, path); err != nil {
-		return "", err
-	}
-	abs, err := filepath.Abs(path)
+	set, err := applyConfig(fs, src, cmdline, notes)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Dir(abs), nil
+	abs, err := filepath.Abs(src.path)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(abs)
+	if src.project && len(set) > 0 {
+		if wd, err := os.Getwd(); err == nil && !within(wd, dir) {
+			fmt.Fprintf(notes, "nondet-sandbox: settings from %s, a project outside the working directory: %s\n", src.path, strings.Join(set, ", "))
+		}
+	}
+	return dir, nil
+}
+
+// within says whether path is dir or under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -121,8 +121,19 @@ func newSize(p *int64, def int64) *size {
 	return &size{p}
 }
 
-func (s *size) String() string { return units.BytesSize(float64(*s.p)) }
-func (s *size) Type() string   { return "size" }
+// String is exact, so that setting it again gives the same size.
+func (s *size) String() string {
+	if pretty := units.BytesSize(float64(*s.p)); mustRAM(pretty) == *s.p {
+		return pretty
+	}
+	return fmt.Sprint(*s.p)
+}
+
+func mustRAM(s string) int64 {
+	n, _ := units.RAMInBytes(s)
+	return n
+}
+func (s *size) Type() string { return "size" }
 func (s *size) Set(v string) error {
 	n, err := units.RAMInBytes(v)
 	if err != nil || n <= 0 {

@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // replayOptions are replay's flags: the sandbox's, the call's, and the
@@ -21,6 +23,9 @@ type replayOptions struct {
 	callOptions
 	report string
 	root   string
+	// hostAsked is set when --runtime host is on the command line: a
+	// report, or a config file, never chooses the host.
+	hostAsked bool
 }
 
 func newReplayCommand() *cobra.Command {
@@ -32,7 +37,12 @@ func newReplayCommand() *cobra.Command {
   nondet-sandbox replay --report report.json util.py::normalise`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReplay(cmd.Context(), opts, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Flags().Changed("runtime"), cmd.Flags().Changed("python"))
+			cmdline := commandLine(cmd.Flags())
+			if err := applyUserConfig(cmd.Flags(), cmdline, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			opts.hostAsked = cmdline["runtime"] && opts.runtimeName == "host"
+			return runReplay(cmd.Context(), opts, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	opts.sandboxOptions.AddFlags(cmd.Flags())
@@ -44,17 +54,17 @@ func newReplayCommand() *cobra.Command {
 	return cmd
 }
 
-func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stderr io.Writer, runtimeSet, pythonSet bool) error {
+// runReplay replays one witness of a report. The report gives only values
+// (the id, the input, the runs' conditions, each checked against what a
+// scan writes); where and with what the function runs is this command's
+// own choice, its flags or their defaults, never the report's.
+func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stderr io.Writer) error {
 	rep, err := readReport(opts.report, "--report")
 	if err != nil {
 		return err
 	}
-	// Replay where the scan ran, with what it ran, unless told otherwise.
-	if !runtimeSet && rep.Runtime != "" {
-		opts.runtimeName = rep.Runtime
-	}
-	if !pythonSet && rep.Python != "" {
-		opts.python = rep.Python
+	if opts.runtimeName == "host" && !opts.hostAsked {
+		return usageErrorf("replay runs on the host only when --runtime host is on the command line")
 	}
 	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
@@ -62,6 +72,10 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	defer closeRuntime(rt)
+	if rep.Runtime != rt.Name() || rep.Python != opts.python {
+		fmt.Fprintf(stderr, "nondet-sandbox: the report was recorded with --runtime %s --python %s; replaying with --runtime %s --python %s (give --runtime and --python to choose)\n",
+			printable(rep.Runtime), printable(rep.Python), rt.Name(), opts.python)
+	}
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
 		Private: true, Limits: opts.limits(),
@@ -72,8 +86,8 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	w := f.Replayable()
-	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", f.ID, strings.Join(w.Args, ", "), w.Rung)
-	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", w.Answers[0].Value, w.Answers[1].Value)
+	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", printable(f.ID), printable(strings.Join(w.Args, ", ")), w.Rung)
+	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", printable(w.Answers[0].Value), printable(w.Answers[1].Value))
 	reproduced := true
 	for i, r := range got {
 		value := r.Value
@@ -82,9 +96,9 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		}
 		switch {
 		case w.Breaker != "" && r.Breaker != "":
-			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, value, r.Breaker, r.Value2)
+			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, printable(value), r.Breaker, printable(r.Value2))
 		default:
-			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, value)
+			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, printable(value))
 		}
 		if w.Breaker == "" && value != w.Answers[i].Value {
 			reproduced = false
@@ -104,15 +118,45 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	return nil
 }
 
+// maxReport bounds a report read from a file: reports come from
+// elsewhere (CI artifacts, baselines), and one far larger than any scan
+// writes is refused before it is held in memory.
+const maxReport = 1 << 30
+
 // readReport reads a JSON report that flag names.
 func readReport(path, flag string) (*report.Report, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, usageErrorf("%s %s is not a regular file", flag, path)
+	}
+	if st.Size() > maxReport {
+		return nil, usageErrorf("%s %s is larger than %d MiB: no scan writes a report that large", flag, path, maxReport>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxReport+1))
+	if err != nil {
+		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	if len(data) > maxReport {
+		return nil, usageErrorf("%s %s is larger than %d MiB: no scan writes a report that large", flag, path, maxReport>>20)
 	}
 	var rep report.Report
 	if err := json.Unmarshal(data, &rep); err != nil || rep.Tool.Name == "" {
 		return nil, usageErrorf("%s %s is not a nondet-sandbox JSON report (write one with --format json)", flag, path)
 	}
 	return &rep, nil
+}
+
+// printable is s as it may be shown on a terminal: quoted when it holds
+// anything but printable characters, so a value from a report cannot
+// drive the terminal.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

@@ -85,7 +85,7 @@ func newRunCommand() *cobra.Command {
   nondet-sandbox run src/util.py::normalise
   nondet-sandbox run --format json --seed 7 fixtures/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := opts.configure(cmd.Flags(), args)
+			dir, err := opts.configure(cmd.Flags(), args, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

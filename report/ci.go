@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // findingText is one line about a finding: the input, the two answers,
 // what moved them.
 func findingText(f *Function) string {
 	w := f.Witness
+	if w == nil || len(w.Answers) < 2 {
+		text := f.ID + " is nondeterministic (the report holds no witness)"
+		if len(f.Causes) > 0 {
+			text += "; moved by: " + strings.Join(f.Causes, ", ")
+		}
+		return text
+	}
 	text := fmt.Sprintf("%s gave two answers to (%s): %s then %s", f.ID, strings.Join(w.Args, ", "),
 		clip(w.Answers[0].Value, 120), clip(w.Answers[1].Value, 120))
 	if len(f.Causes) > 0 {
@@ -22,6 +30,15 @@ func findingText(f *Function) string {
 // WriteGitHub writes GitHub Actions workflow commands: a warning per
 // finding at its file and def line (an annotation on the pull request), a
 // notice per look, and a summary line.
+//
+// The runner takes any line that starts with "::" (after white space) for
+// a command, and "##[" anywhere in a line for a legacy one (add-mask,
+// stop-commands, error, ...); a report may come from elsewhere (merge
+// reads CI artifacts). So every field of the report goes through ghData
+// or ghProperty: the only lines that start with "::" are the annotations
+// written here, whose properties cannot hold "::" and whose message
+// cannot end the line; and the summary line starts with the tool's name
+// escaped as a property, which holds no ":" at all.
 func WriteGitHub(w io.Writer, r *Report) error {
 	where := r.locator()
 	var b strings.Builder
@@ -42,19 +59,48 @@ func WriteGitHub(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "::%s file=%s,line=%d,title=%s::%s\n", kind, ghProperty(where(f.ID)), max(f.Line, 1), ghProperty(title), ghData(text))
 	}
 	c := r.Census
-	fmt.Fprintf(&b, "%s: %d nondeterministic, %d deterministic, %d look, %d not probed\n", r.Tool.Name, c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	fmt.Fprintf(&b, "%s: %d nondeterministic, %d deterministic, %d look, %d not probed\n", ghProperty(r.Tool.Name), c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// ghData and ghProperty escape a workflow command's message and its
-// properties as the runner unescapes them.
-func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
+// ghData escapes a workflow command's message as the runner unescapes it
+// (%25, %0D, %0A), and more that it does not unescape, so that the line
+// stays one line of text with no command in it:
+//
+//   - every other C0 control, DEL and C1 control (U+0080 to U+009F), and
+//     any byte that is not UTF-8, as the percent-encoding of its bytes
+//     (ESC is %1B, U+009B is %C2%9B). Not U+FFFD: the reader of the log
+//     sees which character it was, and since "%" is always %25 the runner
+//     can never turn one of these back into a control character. The log
+//     viewer interprets ANSI escapes, so ESC must not reach it raw;
+//   - "#" as %23, so that no legacy "##[command]" can form: the runner
+//     looks for one anywhere in a line, with .NET's culture-aware
+//     IndexOf, which may skip ignorable characters (a soft hyphen) between
+//     the two "#", so escaping "[" only after "##" would not do.
+func ghData(s string) string { return ghEscape(s, false) }
 
-func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+// ghProperty escapes as ghData, and ":" and "," too (%3A, %2C), as the
+// runner unescapes a command's properties: a property cannot end the
+// command's properties or start another.
+func ghProperty(s string) string { return ghEscape(s, true) }
+
+func ghEscape(s string, property bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '%' || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r == utf8.RuneError && n == 1),
+			r == '#', property && (r == ':' || r == ','):
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // JUnit's XML as CI systems read it (Jenkins, GitLab, Azure, the
@@ -104,7 +150,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 	out := junitSuites{Name: r.Tool.Name}
 	index := map[string]int{}
 	for _, f := range r.Functions {
-		file, name, _ := strings.Cut(f.ID, "::")
+		file, name := SplitID(f.ID)
 		i, ok := index[file]
 		if !ok {
 			i = len(out.Suites)
@@ -149,6 +195,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 
 // witnessConditions lists the two witness runs' conditions, one per line.
 func witnessConditions(r *Report, f *Function) string {
+	if f.Witness == nil {
+		return ""
+	}
 	var lines []string
 	seen := map[int]bool{}
 	for _, a := range f.Witness.Answers {

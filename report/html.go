@@ -86,14 +86,14 @@ func WriteHTML(w io.Writer, r *Report) error {
 		d.Bars[i].CountX = 138 + d.Bars[i].Width
 	}
 	for _, f := range r.Findings() {
-		hf := htmlFinding{Function: f, Where: where(f.ID), Breaker: f.Witness.Breaker}
+		hf := htmlFinding{Function: f, Where: where(f.ID)}
+		var answers []Answer
+		if f.Witness != nil {
+			hf.Breaker, answers = f.Witness.Breaker, f.Witness.Answers
+		}
 		var runs []RunConditions
-		for _, a := range f.Witness.Answers {
-			rc := RunConditions{ID: a.Run}
-			if a.Run >= 0 && a.Run < len(r.Runs) {
-				rc = r.Runs[a.Run]
-			}
-			runs = append(runs, rc)
+		for _, a := range answers {
+			runs = append(runs, r.run(a.Run))
 			hf.Sides = append(hf.Sides, htmlSide{Run: a.Run, Value: a.Value})
 		}
 		for i := range hf.Sides {

@@ -18,7 +18,9 @@ var ErrParts = errors.New("not the parts of one scan")
 // the calls summed. Processes are summed too: how many interpreters the
 // parts started together, which depends on the split. It refuses parts of
 // different scans (tool version, runtime, interpreter, seed, targets, runs
-// or conditions differ), a part given twice, and a missing part.
+// or conditions differ), a part given twice, a missing part, a function
+// in two parts, and a part that is malformed (see Validate): parts are
+// read from elsewhere, and the report of the whole is rendered.
 func Merge(parts []*Report) (*Report, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: no report given", ErrParts)
@@ -26,8 +28,11 @@ func Merge(parts []*Report) (*Report, error) {
 	of := 0
 	seen := map[int]bool{}
 	for i, p := range parts {
-		if p.Part == nil {
+		if p == nil || p.Part == nil {
 			return nil, fmt.Errorf("%w: report %d is not a part (it was written without --shard)", ErrParts, i+1)
+		}
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: report %d (part %d of %d): %w", ErrParts, i+1, p.Part.Index, p.Part.Of, err)
 		}
 		if of == 0 {
 			of = p.Part.Of
@@ -40,11 +45,16 @@ func Merge(parts []*Report) (*Report, error) {
 		}
 		seen[p.Part.Index] = true
 	}
+	// Every index seen is in 1..of, so this stops after at most
+	// len(parts) + 10 steps however large a part says of is.
 	var missing []string
-	for k := 1; k <= of; k++ {
+	for k := 1; k <= of && len(missing) < 10; k++ {
 		if !seen[k] {
 			missing = append(missing, fmt.Sprint(k))
 		}
+	}
+	if n := of - len(seen); n > len(missing) {
+		missing = append(missing, fmt.Sprintf("and %d more", n-len(missing)))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: part %s of %d is missing", ErrParts, strings.Join(missing, ", "), of)
@@ -67,6 +77,21 @@ func Merge(parts []*Report) (*Report, error) {
 	}
 	if first == nil {
 		first = sorted[0]
+	}
+	// The whole has first's runs: a part with no module was not compared
+	// with it, so its witnesses are checked against them here; and a
+	// function is in one part only.
+	where := map[string]int{}
+	for _, p := range sorted {
+		if err := checkFunctions(p.Functions, len(first.Runs)); err != nil {
+			return nil, fmt.Errorf("%w: part %d of %d: %w", ErrParts, p.Part.Index, of, err)
+		}
+		for _, f := range p.Functions {
+			if k, ok := where[f.ID]; ok {
+				return nil, fmt.Errorf("%w: function %q is in part %d and in part %d", ErrParts, f.ID, k, p.Part.Index)
+			}
+			where[f.ID] = p.Part.Index
+		}
 	}
 	out := *first
 	out.Part, out.Modules, out.Functions, out.Processes, out.Calls, out.Measurements = nil, nil, nil, 0, 0, nil

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -39,14 +41,21 @@ type Report struct {
 	CallerHashSeed string   `json:"caller_pythonhashseed,omitempty"`
 	// Packages are the installed distributions scanned (--package,
 	// --all-packages), each with its own census.
-	Packages  []Package         `json:"packages,omitempty"`
-	Runs      []RunConditions   `json:"runs"`
-	Skipped   []sandbox.Support `json:"conditions_skipped"`
-	Modules   []Module          `json:"modules"`
-	Functions []*Function       `json:"functions"`
-	Census    Census            `json:"census"`
-	Processes int               `json:"processes"`
-	Calls     int               `json:"calls"`
+	Packages []Package `json:"packages,omitempty"`
+	// Excluded are the .py files under directory targets that include
+	// and exclude left out (relative to their target): a config that came
+	// with the tree may have set them, so the report says what they hid.
+	Excluded []string `json:"excluded,omitempty"`
+	// OCIRuntime is the OCI runtime binary's name when Runtime is oci
+	// (runc, crun, runsc): gVisor's kernel answers some calls differently.
+	OCIRuntime string            `json:"oci_runtime,omitempty"`
+	Runs       []RunConditions   `json:"runs"`
+	Skipped    []sandbox.Support `json:"conditions_skipped"`
+	Modules    []Module          `json:"modules"`
+	Functions  []*Function       `json:"functions"`
+	Census     Census            `json:"census"`
+	Processes  int               `json:"processes"`
+	Calls      int               `json:"calls"`
 	// Part is set on the report of one part of a split scan (--shard
 	// K/N); Merge joins the parts into the report of the whole.
 	Part *Part `json:"part,omitempty"`
@@ -74,7 +83,7 @@ type Package struct {
 
 // owns says whether a function id belongs to the package.
 func (p *Package) owns(id string) bool {
-	file, _, _ := strings.Cut(id, "::")
+	file, _ := SplitID(id)
 	top, _, _ := strings.Cut(file, "/")
 	return slices.Contains(p.Modules, top)
 }
@@ -347,7 +356,7 @@ func (f *Function) IsSuppressed() bool {
 func (r *Report) ApplyBaseline(base *Report) int {
 	known := map[string][]string{}
 	for _, f := range base.Functions {
-		if f.Verdict == VerdictNondeterministic {
+		if f != nil && f.Verdict == VerdictNondeterministic {
 			known[f.ID] = f.Causes
 		}
 	}
@@ -396,4 +405,73 @@ func (f *Function) AddMoves(id string) {
 		f.Moves = append(f.Moves, id)
 		slices.Sort(f.Moves)
 	}
+}
+
+// SplitID splits a function id, FILE::function, into the file and the
+// function's name. A file's name may hold "::" (a::b.py) and a function's
+// name never does (a method, were there ones, would be Class.method), so an
+// id splits at its last "::": a::b.py::f is the function f of a::b.py. An
+// id without "::" is all file. Every reader of ids splits them here.
+func SplitID(id string) (file, name string) {
+	i := strings.LastIndex(id, "::")
+	if i < 0 {
+		return id, ""
+	}
+	return id[:i], id[i+2:]
+}
+
+// ErrMalformed says a report breaks a rule that every report a scan writes
+// keeps, and that the renderers, Merge and replay rely on.
+var ErrMalformed = errors.New("malformed report")
+
+// Validate checks a report read from elsewhere (a part to merge, a
+// baseline, a CI artifact) for what the renderers and replay take for
+// granted: each run sits at the index its id names; every function is
+// there and its id is FILE::function; a witness has two answers, from
+// runs the report describes, at a rung that is not negative; a part is
+// counted from 1 to its total. A finding with no witness passes: every
+// renderer shows it without one. Validate does not bound a report's size:
+// whoever reads the JSON does.
+func (r *Report) Validate() error {
+	for i, rc := range r.Runs {
+		if rc.ID != i {
+			return fmt.Errorf("%w: run %d has id %d (runs are listed by id, from 0)", ErrMalformed, i, rc.ID)
+		}
+	}
+	if p := r.Part; p != nil && (p.Of < 1 || p.Index < 1 || p.Index > p.Of) {
+		return fmt.Errorf("%w: it says it is part %d of %d (a part is counted from 1 to the total)", ErrMalformed, p.Index, p.Of)
+	}
+	return checkFunctions(r.Functions, len(r.Runs))
+}
+
+// checkFunctions checks functions against a report of runs runs.
+func checkFunctions(fs []*Function, runs int) error {
+	for i, f := range fs {
+		if f == nil {
+			return fmt.Errorf("%w: function %d is null", ErrMalformed, i+1)
+		}
+		if file, name := SplitID(f.ID); file == "" || name == "" {
+			return fmt.Errorf("%w: function %d: id %q is not FILE::function", ErrMalformed, i+1, f.ID)
+		}
+		for _, w := range []struct {
+			what string
+			w    *Witness
+		}{{"witness", f.Witness}, {"order-sensitive witness", f.OrderSensitive}} {
+			if w.w == nil {
+				continue
+			}
+			if len(w.w.Answers) != 2 {
+				return fmt.Errorf("%w: function %q: its %s has %d answers, not 2", ErrMalformed, f.ID, w.what, len(w.w.Answers))
+			}
+			if w.w.Rung < 0 {
+				return fmt.Errorf("%w: function %q: its %s is at rung %d", ErrMalformed, f.ID, w.what, w.w.Rung)
+			}
+			for _, a := range w.w.Answers {
+				if a.Run < 0 || a.Run >= runs {
+					return fmt.Errorf("%w: function %q: its %s names run %d, and the report describes %d runs", ErrMalformed, f.ID, w.what, a.Run, runs)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -48,7 +48,8 @@ func WriteSARIF(w io.Writer, r *Report) error {
 			WithLocations([]*sarif.Location{sarif.NewLocationWithPhysicalLocation(loc)})
 		// Code scanning tracks a finding across commits by this: the
 		// function's location and name and the rule, never its line.
-		sum := sha256.Sum256([]byte(rule + "\x00" + uri + "\x00" + strings.SplitN(f.ID, "::", 2)[1]))
+		_, name := SplitID(f.ID)
+		sum := sha256.Sum256([]byte(rule + "\x00" + uri + "\x00" + name))
 		res.WithPartialFingerPrints(map[string]interface{}{"nondetSandboxFunction/v1": hex.EncodeToString(sum[:16])})
 		if f.IsSuppressed() {
 			res.WithSuppression([]*sarif.Suppression{sarif.NewSuppression("inSource").WithJustifcation("# nondet: ignore on the def line")})
@@ -67,6 +68,7 @@ func WriteSARIF(w io.Writer, r *Report) error {
 	// What the scan could not do, for whoever reads the run: each condition
 	// that was not varied and each module that could not be read.
 	inv := run.AddInvocation(true)
+	locate := r.fileLocator()
 	for _, sk := range r.Skipped {
 		inv.AddToolConfigurationNotification(sarif.NewNotification().WithLevel("note").
 			WithTextMessage(fmt.Sprintf("%s not varied: %s", sk.Condition, sk.Reason)))
@@ -75,10 +77,7 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		if m.Status == "ok" {
 			continue
 		}
-		uri := m.Location
-		if uri == "" {
-			uri = where(m.Path)
-		}
+		uri := locate(m.Path)
 		n := sarif.NewNotification().WithLevel("warning").WithTextMessage(fmt.Sprintf("%s: %s: %s", m.Path, m.Status, m.Error))
 		n.AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri))))
 		inv.AddTToolExecutionNotification(n)
@@ -96,6 +95,16 @@ func WriteSARIF(w io.Writer, r *Report) error {
 // want it: from the repository root (or the working directory) the scan
 // ran in, else relative to the folder of a single target.
 func (r *Report) locator() func(id string) string {
+	file := r.fileLocator()
+	return func(id string) string {
+		f, _ := SplitID(id)
+		return file(f)
+	}
+}
+
+// fileLocator is locator for a module's path, which is never split: a
+// file may be named a::b.py.
+func (r *Report) fileLocator() func(file string) string {
 	prefix := sarifPrefix(r.Targets)
 	located := map[string]string{}
 	for _, m := range r.Modules {
@@ -103,8 +112,7 @@ func (r *Report) locator() func(id string) string {
 			located[m.Path] = m.Location
 		}
 	}
-	return func(id string) string {
-		file, _, _ := strings.Cut(id, "::")
+	return func(file string) string {
 		if l, ok := located[file]; ok {
 			return l
 		}
@@ -118,7 +126,7 @@ func sarifPrefix(targets []string) string {
 	if len(targets) != 1 {
 		return ""
 	}
-	t, _, _ := strings.Cut(targets[0], "::")
+	t, _ := SplitID(targets[0]) // FILE::function splits as an id does
 	t = path.Clean(strings.ReplaceAll(t, "\\", "/"))
 	if strings.HasSuffix(t, ".py") {
 		t = path.Dir(t)

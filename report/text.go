@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -22,7 +24,8 @@ func WriteText(w io.Writer, r *Report) error { return WriteTextColor(w, r, false
 // WriteTextColor is WriteText, in colour when color is set (a terminal
 // that has not asked for none: NO_COLOR, TERM=dumb).
 func WriteTextColor(w io.Writer, r *Report, color bool) error {
-	p := &printer{w: w, color: color}
+	var out strings.Builder
+	p := &printer{w: &out, color: color}
 	p.f("nondet-sandbox %s · runtime %s · %d runs · seed %d · %d interpreters started\n",
 		r.Tool.Version, r.Runtime, len(r.Runs), r.Seed, r.Processes)
 	if r.CallerHashSeed != "" {
@@ -51,21 +54,10 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 			known = "   (in the baseline: does not fail the scan)"
 		}
 		p.f("%s:%d: %snondeterministic%s  %s%s%s%s\n", where(f.ID), max(f.Line, 1), p.on(red), p.on(reset), p.on(bold), f.ID, p.on(reset), known)
-		order := ""
-		if wt.OrderOnly {
-			order = "   (order only)"
-		}
-		p.f("         (%s) -> %s  then  %s%s\n", strings.Join(wt.Args, ", "),
-			clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
-		switch wt.Breaker {
-		case BreakerRepeat:
-			p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
-		case BreakerOrderFree:
-			p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, describeRun(r.Runs[wt.Answers[0].Run]))
-		default:
-			for _, a := range wt.Answers {
-				p.f("         run %d: %s\n", a.Run, describeRun(r.Runs[a.Run]))
-			}
+		if wt == nil || len(wt.Answers) < 2 {
+			p.f("         (the report holds no witness)\n")
+		} else {
+			p.witness(r, wt)
 		}
 		if d := describeCauses(f.Causes); d != "" {
 			p.f("         %s\n", d)
@@ -93,7 +85,7 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 	}
 	var sensitive []*Function
 	for _, f := range r.Functions {
-		if f.OrderSensitive != nil {
+		if f.OrderSensitive != nil && len(f.OrderSensitive.Answers) >= 2 {
 			sensitive = append(sensitive, f)
 		}
 	}
@@ -155,6 +147,14 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 	for _, b := range bad {
 		p.f("%s\n", b)
 	}
+	if n := len(r.Excluded); n > 0 {
+		shown := r.Excluded[:min(n, 5)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(", and %d more (the JSON report lists them)", n-len(shown))
+		}
+		p.f("excluded by include/exclude: %d files: %s%s\n", n, strings.Join(shown, ", "), more)
+	}
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
@@ -172,7 +172,68 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 	if len(c.Looks) > 0 {
 		p.f("looks: %s\n", strings.Join(c.Looks, ", "))
 	}
-	return p.err
+	if p.err != nil {
+		return p.err
+	}
+	_, err := io.WriteString(w, notCommands(out.String()))
+	return err
+}
+
+// notCommands keeps text from being taken for workflow commands where a
+// CI runner prints it (GitHub Actions: a line that starts with "::" after
+// white space, or "##[" anywhere in a line; the runner's comparison may
+// skip format characters such as a soft hyphen): the first ":" of such a
+// line is written \x3a and such a "[" \x5b, as TerminalSafe writes
+// escapes. A line the renderer writes itself never starts with "::" nor
+// holds "##[": only a field of the report can make one.
+func notCommands(text string) string {
+	ignorable := func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
+	var b strings.Builder
+	for line := range strings.SplitAfterSeq(text, "\n") {
+		if rest := strings.TrimLeftFunc(line, ignorable); strings.HasPrefix(rest, "::") {
+			b.WriteString(line[:len(line)-len(rest)])
+			b.WriteString(`\x3a`)
+			line = rest[1:]
+		}
+		hashes := 0 // "#" just before, format characters aside
+		for i := 0; i < len(line); {
+			r, n := utf8.DecodeRuneInString(line[i:])
+			switch {
+			case r == '#':
+				hashes++
+			case r == '[' && hashes >= 2:
+				b.WriteString(`\x5b`)
+				hashes, i = 0, i+n
+				continue
+			case !unicode.Is(unicode.Cf, r):
+				hashes = 0
+			}
+			b.WriteString(line[i : i+n])
+			i += n
+		}
+	}
+	return b.String()
+}
+
+// witness prints a finding's input, its two answers and the runs that
+// gave them.
+func (p *printer) witness(r *Report, wt *Witness) {
+	order := ""
+	if wt.OrderOnly {
+		order = "   (order only)"
+	}
+	p.f("         (%s) -> %s  then  %s%s\n", strings.Join(wt.Args, ", "),
+		clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
+	switch wt.Breaker {
+	case BreakerRepeat:
+		p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, describeRun(r.run(wt.Answers[0].Run)))
+	case BreakerOrderFree:
+		p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, describeRun(r.run(wt.Answers[0].Run)))
+	default:
+		for _, a := range wt.Answers {
+			p.f("         run %d: %s\n", a.Run, describeRun(r.run(a.Run)))
+		}
+	}
 }
 
 type printer struct {
@@ -204,12 +265,13 @@ func (p *printer) on(a ansi) ansi {
 }
 
 // f prints with every string argument made safe for a terminal: names,
-// values and messages come from the scanned code, and an escape sequence
-// in one must not reach the reader's terminal.
+// values and messages come from the scanned code, or from a report read
+// from elsewhere, and an escape sequence in one must not reach the
+// reader's terminal.
 func (p *printer) f(format string, args ...any) {
 	for i, a := range args {
 		if s, ok := a.(string); ok {
-			args[i] = safe(s)
+			args[i] = TerminalSafe(s)
 		}
 	}
 	if p.err == nil {
@@ -217,27 +279,51 @@ func (p *printer) f(format string, args ...any) {
 	}
 }
 
-// safe writes control characters as escapes.
-func safe(s string) string {
+// TerminalSafe writes what a terminal would act on as visible escapes:
+// every C0 control (tab, newline and carriage return too: a field's text
+// never lays out lines), DEL and C1 control (U+0080 to U+009F, CSI among
+// them) as \xNN of the character, a bidirectional control as \uNNNN,
+// and a byte that is not UTF-8 as \xNN
+// of the byte (a lone 0x9b is CSI to an 8-bit terminal). Everything the
+// text report prints from a report goes through it; print a report's
+// field anywhere else (replay, a note) through it too.
+func TerminalSafe(s string) string {
 	clean := true
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unsafeRune(r, n) {
 			clean = false
 			break
 		}
+		i += n
 	}
 	if clean {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r > 0xff && unsafeRune(r, n):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		case unsafeRune(r, n):
 			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
+		default:
+			b.WriteString(s[i : i+n])
 		}
-		b.WriteRune(r)
+		i += n
 	}
 	return b.String()
+}
+
+// unsafeRune says whether a decoded rune (n bytes long) is a control
+// character, a bidirectional control (which reorders what is shown, as
+// in trojan-source attacks) or a byte that is not UTF-8.
+func unsafeRune(r rune, n int) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r == utf8.RuneError && n == 1) ||
+		r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 func (p *printer) contained(f *Function) {
@@ -284,6 +370,15 @@ func joinInts(xs []int) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// run is the conditions of run i, or none when the report does not
+// describe it (Validate refuses such a report; the text does not panic).
+func (r *Report) run(i int) RunConditions {
+	if i < 0 || i >= len(r.Runs) {
+		return RunConditions{ID: i}
+	}
+	return r.Runs[i]
 }
 
 func describeRun(rc RunConditions) string {

@@ -207,9 +207,14 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		if opts.runtimeName == "docker" || opts.runtimeName == "kubernetes" {
 			return usageErrorf("--package reads the environment of --python on this machine; the %s runtime probes with its image's interpreter: use another runtime", opts.runtimeName)
 		}
-		if pkgs, err = engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs); err != nil {
+		found, err := engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs)
+		for _, note := range found.Notes() {
+			fmt.Fprintln(stderr, "nondet-sandbox: "+note)
+		}
+		if err != nil {
 			return err
 		}
+		pkgs = found.Found
 		targets = append(targets, engine.PackageTargets(pkgs)...)
 	}
 	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude}

@@ -36,7 +36,7 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 	var target Target
 	found := false
 	for _, arg := range rep.Targets {
-		t, err := ParseTarget(filepath.Join(root, strings.Split(arg, "::")[0]))
+		t, err := ParseTarget(filepath.Join(root, targetPath(arg)))
 		if err != nil {
 			continue
 		}
@@ -120,4 +120,12 @@ func checkID(id string) (file, name string, err error) {
 		return "", "", &usageError{fmt.Sprintf("the report's id %q does not end in a function name; the report was changed or is not from this tool", id)}
 	}
 	return file, name, nil
+}
+
+// targetPath is a target argument without its ::function.
+func targetPath(arg string) string {
+	if i := strings.LastIndex(arg, "::"); i >= 0 {
+		return arg[:i]
+	}
+	return arg
 }

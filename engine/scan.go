@@ -20,6 +20,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -82,6 +83,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*Report, erro
 		return nil, err
 	}
 	rep.Processes = int(s.processes.Load())
+	rep.Excluded = src.excluded
 	if opts.Measure {
 		sort.Slice(s.workers, func(i, j int) bool { return s.workers[i].Job < s.workers[j].Job })
 		rep.Measurements = &Measurements{Workers: s.workers}
@@ -101,8 +103,9 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*Report, erro
 
 // Sources are the modules a scan reads, found before any sandbox starts.
 type Sources struct {
-	targets []Target
-	files   []sourceFile
+	targets  []Target
+	files    []sourceFile
+	excluded []string // left out by include and exclude
 }
 
 // Len is the number of Python files found.
@@ -138,7 +141,7 @@ func (s *Sources) Part(k, n int) *Sources {
 		load[best] += size[i] + 1
 		mine[i] = best == k-1
 	}
-	out := &Sources{targets: s.targets}
+	out := &Sources{targets: s.targets, excluded: s.excluded}
 	for i, f := range s.files {
 		if mine[i] {
 			out.files = append(out.files, f)
@@ -153,14 +156,14 @@ func Resolve(targets []Target, filter Filter) (*Sources, error) {
 	if err := filter.check(); err != nil {
 		return nil, err
 	}
-	files, err := findSources(targets, filter)
+	files, excluded, err := findSources(targets, filter)
 	if err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
 		return nil, ErrNoSources
 	}
-	return &Sources{targets: targets, files: files}, nil
+	return &Sources{targets: targets, files: files, excluded: excluded}, nil
 }
 
 // openTargets finds the targets' sources and opens a scan over them.
@@ -585,7 +588,7 @@ func resolveOrderFree(specs []string, files []sourceFile, disc *discovery) (map[
 			return nil, &usageError{fmt.Sprintf("--order-free %q: write FILE.py::function:parameter, as in pkg/mod.py::merge:items", spec)}
 		}
 		id, param := spec[:i], spec[i+1:]
-		file, name, _ := strings.Cut(id, "::")
+		file, name := report.SplitID(id)
 		var fn *discoveredFunction
 		for _, f := range files {
 			if f.Rel != file {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -165,9 +166,13 @@ func matchAny(patterns []string, rel string, dirs bool) bool {
 
 // findSources walks the targets. Symlinked directories (and so symlink
 // loops), hidden directories, __pycache__ and non-.py files are skipped
-// without a word; duplicates across targets are listed once.
-func findSources(targets []Target, filter Filter) ([]sourceFile, error) {
+// without a word; duplicates across targets are listed once. The .py
+// files the filter leaves out are returned too (relative to their target,
+// slash-separated): a config that came with the tree may have set the
+// filter, so the report lists what it hid.
+func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error) {
 	var out []sourceFile
+	var excluded []string
 	seen := map[string]bool{}
 	add := func(t Target, path string) {
 		if seen[path+"::"+t.Func] {
@@ -181,7 +186,7 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, error) {
 	for _, t := range targets {
 		st, err := os.Stat(t.Path)
 		if err != nil {
-			return nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
+			return nil, nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
 		}
 		if !st.IsDir() {
 			add(t, t.Path)
@@ -205,6 +210,9 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, error) {
 				return nil
 			}
 			if !filter.keeps(path) {
+				if rel, err := filepath.Rel(t.Base, path); err == nil {
+					excluded = append(excluded, filepath.ToSlash(rel))
+				}
 				return nil
 			}
 			if d.Type()&fs.ModeSymlink != 0 {
@@ -219,12 +227,13 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("walk %s: %w", t.Arg, err)
+			return nil, nil, fmt.Errorf("walk %s: %w", t.Arg, err)
 		}
 	}
 	disambiguate(out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
-	return out, nil
+	sort.Strings(excluded)
+	return out, slices.Compact(excluded), nil
 }
 
 // moduleName finds the import root of a file: the nearest ancestor that is

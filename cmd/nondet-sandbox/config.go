@@ -170,11 +170,42 @@ func unsafeConfig(path string) string {
 	return ""
 }
 
+// maxConfig bounds a config file: one found in a scanned tree is
+// untrusted, and no settings file is this large.
+const maxConfig = 4 << 20
+
+// readConfigFile reads a config file that is a regular file (a FIFO or a
+// link to /dev/zero named pyproject.toml would hang or fill the scan)
+// of at most maxConfig bytes.
+func readConfigFile(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", usageErrorf("%s: %v", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", usageErrorf("%s is not a regular file; pass --no-config to scan without it", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return "", usageErrorf("%s: %v", path, err)
+	}
+	if len(data) > maxConfig {
+		return "", usageErrorf("%s is larger than %d MiB; pass --no-config to scan without it", path, maxConfig>>20)
+	}
+	return string(data), nil
+}
+
 func hasTable(path string) (bool, error) {
 	var doc struct {
 		Tool map[string]toml.Primitive `toml:"tool"`
 	}
-	if _, err := toml.DecodeFile(path, &doc); err != nil {
+	text, err := readConfigFile(path)
+	if err != nil {
+		return false, err
+	}
+	if _, err := toml.Decode(text, &doc); err != nil {
 		return false, usageErrorf("%s: %v", path, err)
 	}
 	_, ok := doc.Tool["nondet-sandbox"]
@@ -185,7 +216,11 @@ func hasTable(path string) (bool, error) {
 // file when it is not a pyproject.toml and has no such table.
 func readConfig(path string) (map[string]any, error) {
 	var doc map[string]any
-	if _, err := toml.DecodeFile(path, &doc); err != nil {
+	text, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := toml.Decode(text, &doc); err != nil {
 		return nil, usageErrorf("%s: %v", path, err)
 	}
 	t, _ := doc["tool"].(map[string]any)
@@ -322,7 +357,10 @@ func (o *runOptions) configure(fs *pflag.FlagSet, args []string, notes io.Writer
 	if src.path == "" {
 		start := "."
 		if len(args) > 0 {
-			start, _, _ = strings.Cut(args[0], "::")
+			start = args[0]
+			if i := strings.LastIndex(start, "::"); i >= 0 {
+				start = start[:i]
+			}
 		}
 		abs, err := filepath.Abs(start)
 		if err != nil {

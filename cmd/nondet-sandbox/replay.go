@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -72,9 +70,16 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	defer closeRuntime(rt)
-	if rep.Runtime != rt.Name() || rep.Python != opts.python {
+	recorded, replaying := runtimeLabel(rep.Runtime, rep.OCIRuntime), runtimeLabel(rt.Name(), ociBinary(rt, opts.sandboxOptions))
+	if recorded != replaying || rep.Python != opts.python {
 		fmt.Fprintf(stderr, "nondet-sandbox: the report was recorded with --runtime %s --python %s; replaying with --runtime %s --python %s (give --runtime and --python to choose)\n",
-			printable(rep.Runtime), printable(rep.Python), rt.Name(), opts.python)
+			report.TerminalSafe(recorded), report.TerminalSafe(rep.Python), replaying, opts.python)
+	}
+	if rep.OCIRuntime != "" && rep.OCIRuntime != ociBinary(rt, opts.sandboxOptions) {
+		// gVisor's kernel answers some calls as Linux does not: a witness
+		// recorded under one kernel may not come back under another.
+		fmt.Fprintf(stderr, "nondet-sandbox: this replay cannot run under %s, which recorded the report; give --runtime oci --oci-runtime %s to replay under it\n",
+			report.TerminalSafe(rep.OCIRuntime), report.TerminalSafe(rep.OCIRuntime))
 	}
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
@@ -86,8 +91,8 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	w := f.Replayable()
-	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", printable(f.ID), printable(strings.Join(w.Args, ", ")), w.Rung)
-	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", printable(w.Answers[0].Value), printable(w.Answers[1].Value))
+	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", report.TerminalSafe(f.ID), report.TerminalSafe(strings.Join(w.Args, ", ")), w.Rung)
+	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", report.TerminalSafe(w.Answers[0].Value), report.TerminalSafe(w.Answers[1].Value))
 	reproduced := true
 	for i, r := range got {
 		value := r.Value
@@ -96,9 +101,9 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		}
 		switch {
 		case w.Breaker != "" && r.Breaker != "":
-			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, printable(value), r.Breaker, printable(r.Value2))
+			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, report.TerminalSafe(value), r.Breaker, report.TerminalSafe(r.Value2))
 		default:
-			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, printable(value))
+			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, report.TerminalSafe(value))
 		}
 		if w.Breaker == "" && value != w.Answers[i].Value {
 			reproduced = false
@@ -148,15 +153,16 @@ func readReport(path, flag string) (*report.Report, error) {
 	if err := json.Unmarshal(data, &rep); err != nil || rep.Tool.Name == "" {
 		return nil, usageErrorf("%s %s is not a nondet-sandbox JSON report (write one with --format json)", flag, path)
 	}
+	if err := rep.Validate(); err != nil {
+		return nil, usageErrorf("%s %s: %v", flag, path, err)
+	}
 	return &rep, nil
 }
 
-// printable is s as it may be shown on a terminal: quoted when it holds
-// anything but printable characters, so a value from a report cannot
-// drive the terminal.
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
+// runtimeLabel is a runtime as --runtime and --oci-runtime name it.
+func runtimeLabel(name, oci string) string {
+	if oci != "" {
+		return name + " --oci-runtime " + oci
 	}
-	return s
+	return name
 }

@@ -285,6 +285,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		return err
 	}
 	rep.Part = part
+	rep.OCIRuntime = ociBinary(rt, opts.sandboxOptions)
 	if len(pkgs) > 0 {
 		rep.Packages = engine.ReportPackages(pkgs)
 		rep.Finish()
@@ -407,4 +408,13 @@ func parseShard(v string, seed uint64) (*report.Part, error) {
 		return nil, usageErrorf("--shard %s needs --seed: every part must run under the same conditions to be merged", v)
 	}
 	return &report.Part{Index: k, Of: n}, nil
+}
+
+// ociBinary names the OCI runtime binary (runc, crun, runsc) when rt is
+// the oci runtime, for the report: "" for the others.
+func ociBinary(rt sandbox.Runtime, o sandboxOptions) string {
+	if rt.Name() != "oci" {
+		return ""
+	}
+	return filepath.Base(o.ociRuntime)
 }

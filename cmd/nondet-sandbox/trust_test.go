@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -143,6 +144,36 @@ func TestProjectConfigShapesTheReportOnly(t *testing.T) {
 	}
 }
 
+// TestConfigThatIsNoFileStopsNothing: a pyproject.toml in the tree that
+// is a FIFO, a link to /dev/zero or huge is refused or passed over in one
+// line, at once.
+func TestConfigThatIsNoFileStopsNothing(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	for name, make := range map[string]func(string) error{
+		"fifo": func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"huge": func(p string) error {
+			f, err := os.Create(p)
+			if err == nil {
+				err = f.Truncate(1 << 30)
+				f.Close()
+			}
+			return err
+		},
+	} {
+		writeTree(t, dir, map[string]string{name + "/m.py": ""})
+		if err := make(filepath.Join(dir, name, "pyproject.toml")); err != nil {
+			t.Fatal(err)
+		}
+		_, notes, err := configured(t, filepath.Join(dir, name))
+		refused := err != nil && strings.Contains(err.Error(), "pass --no-config to scan without it")
+		if !refused && !strings.Contains(notes, "not reading") { // /dev/zero: anyone may write it
+			t.Errorf("%s: %v\n%s", name, err, notes)
+		}
+	}
+}
+
 // TestUserConfigIsTrusted: the user's own config file sets what a project
 // may not; a project's file may not undo it, and may still shape the
 // report over it.
@@ -211,8 +242,9 @@ func TestConfigOfAnotherUserIsNotRead(t *testing.T) {
 func hostileTree(t *testing.T, marks string) map[string]string {
 	script := "#!/bin/sh\necho ran > " + marks + "/$(basename $0)\nexec /usr/bin/python3 \"$@\"\n"
 	return map[string]string{
-		"tools/python3": script,
-		"tools/runc":    script,
+		"tools/python3":         script,
+		"tools/runc":            script,
+		"src/tests/test_mod.py": "def test_it():\n    return 1\n",
 		"src/mod.py": "import builtins\n\ndef leave_a_mark():\n    o = getattr(builtins, 'op' + 'en')\n" +
 			"    with o(" + `"` + marks + `/function"` + ", 'w') as f:\n        f.write('ran')\n    return 1\n",
 	}
@@ -268,6 +300,20 @@ func TestHijackingTreeRunsNothingOnTheHost(t *testing.T) {
 			}
 			if f := rep.Function("mod.py::leave_a_mark"); f == nil {
 				t.Errorf("the function was not scanned:\n%s", out.String())
+			}
+			// What the tree's exclude hid is in the report, and the keys
+			// it set are named: the user did not write them.
+			if where == "above, another user's" {
+				if len(rep.Excluded) != 0 || rep.Function("tests/test_mod.py::test_it") == nil {
+					t.Errorf("another user's config excluded %v", rep.Excluded)
+				}
+			} else {
+				if strings.Join(rep.Excluded, ",") != "tests/test_mod.py" || rep.Function("tests/test_mod.py::test_it") != nil {
+					t.Errorf("excluded %v", rep.Excluded)
+				}
+				if !strings.Contains(errOut.String(), "a project outside the working directory: cpus, exclude, runs") {
+					t.Errorf("the keys the tree set are not named:\n%s", errOut.String())
+				}
 			}
 		})
 	}
@@ -443,6 +489,36 @@ func TestHostileReportsAreRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) || exitCode(context.Background(), err) != 2 {
 				t.Errorf("%v: want a refusal saying %q, got %v", args, want, err)
 			}
+		}
+	}
+}
+
+// TestMergeOfForgedPartsInjectsNothing: a part whose tool name and ids
+// carry workflow commands and terminal escapes merges into a report whose
+// github format has no line the runner would take as a command but the
+// tool's own annotations, and whose text has no escape.
+func TestMergeOfForgedPartsInjectsNothing(t *testing.T) {
+	dir := t.TempDir()
+	part := `{"tool":{"name":"x\n::error::pwned\n::add-mask::secret","version":"1"},"runtime":"embedded","python":"python3","seed":1,
+"targets":["."],"runs":[{"id":0},{"id":1}],"conditions_skipped":[],"modules":[{"path":"evil.py","status":"ok"}],
+"functions":[{"id":"evil.py::f\r::warning::x\u001b[31m","line":1,"verdict":"look","reason":"\n::error::y\u0007","causes":[]}],
+"census":{},"processes":1,"calls":1,"part":{"index":1,"of":1}}`
+	path := filepath.Join(dir, "part.json")
+	if err := os.WriteFile(path, []byte(part), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"github", "text"} {
+		var out bytes.Buffer
+		if err := runMerge(context.Background(), mergeOptions{format: format}, []string{path}, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "::") && !strings.HasPrefix(line, "::notice file=") {
+				t.Errorf("%s: a line the runner takes as a command: %q", format, line)
+			}
+		}
+		if strings.ContainsAny(out.String(), "\x1b\x07\r") {
+			t.Errorf("%s: a control character reached the output: %q", format, out.String())
 		}
 	}
 }

@@ -522,3 +522,50 @@ func TestMergeOfForgedPartsInjectsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayNeverRunsAsRoot: a report whose runs say uid 0 (what a scan
+// writes where the user was not varied) replays as the base probe user
+// on every runtime that varies users, Docker included, where there is no
+// user namespace and uid 0 would be the host's root.
+func TestReplayNeverRunsAsRoot(t *testing.T) {
+	testenv.NeedRoot(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	opts := testOptions(t, "embedded", 21)
+	var out bytes.Buffer
+	if err := runRun(context.Background(), opts, []string{"../../fixtures/causes.py::from_user"}, &out, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var rep report.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rep.Runs {
+		rep.Runs[i].UID, rep.Runs[i].GID = 0, 0
+	}
+	data, _ := json.Marshal(&rep)
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range []string{"embedded", "docker"} {
+		t.Run(rt, func(t *testing.T) {
+			python := testenv.Python(t)
+			if rt == "docker" {
+				python = "python3" // the image's
+			}
+			var rout, rerr bytes.Buffer
+			root := newRootCommand()
+			root.SetArgs([]string{"replay", "--runtime", rt, "--python", python, "--report", path, "causes.py::from_user"})
+			root.SetOut(&rout)
+			root.SetErr(&rerr)
+			err := root.ExecuteContext(context.Background())
+			if err != nil && !errors.Is(err, errFindings) {
+				t.Fatalf("%v\n%s", err, rerr.String())
+			}
+			t.Log(rout.String())
+			if !strings.Contains(rout.String(), `replayed run 0: V:"probe61000"`) || strings.Contains(rout.String(), `V:"root"`) {
+				t.Errorf("replayed as root, or not at all:\n%s", rout.String())
+			}
+		})
+	}
+}

@@ -32,9 +32,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// scanOn runs a real scan on the host runtime with a real interpreter.
+// scanOn runs a real scan on the given runtime with a real interpreter:
+// an integration test, out of the unit tier (-short).
 func scanOn(t *testing.T, rt sandbox.Runtime, mutate func(*engine.Options), args ...string) *engine.Report {
 	t.Helper()
+	testenv.Integration(t)
 	opts := engine.Options{
 		Runtime: rt, Python: testenv.Python(t), Runs: 3, Jobs: 2, Seed: 11,
 		CallTimeout: 3 * time.Second, CacheDir: cacheDir,

@@ -26,8 +26,10 @@ func fixtureLabels(t *testing.T) map[string]string {
 	return labels
 }
 
+// runJSON runs a real scan on the host runtime: an integration test.
 func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
 	t.Helper()
+	testenv.Integration(t)
 	opts := testOptions(t, "host", 0)
 	opts.callTimeout, opts.memory = 5*time.Second, 2<<30
 	var out, errOut bytes.Buffer

@@ -1,8 +1,13 @@
 // Package sandbox is where a probe process runs: one small interface,
-// Runtime, and one subpackage per backend (host, embedded, oci, docker).
+// Runtime, with its Session, and one subpackage per backend (embedded,
+// rootless, oci, docker, kubernetes, host), each of which registers itself
+// (Register: its name, its place in --runtime auto, what it can do, how to
+// make one), so the command line lists, completes and chooses runtimes
+// from the registry and never by name.
 //
 // A runtime starts one Python interpreter for one (shard, run) of a scan,
 // with the conditions the engine planned for that run, and hands it the
-// record channel as file descriptor 3. It is not for deciding what to run
-// or judging answers: that is the engine's.
+// request, the record channel and the mark file (fds 3-5 passed, or FIFOs,
+// or a pod's stdin and log). It is not for deciding what to run or judging
+// answers: that is the engine's.
 package sandbox

@@ -21,8 +21,37 @@ import (
 // uses: run all of them, replay the sandbox and the call's limits,
 // doctor the sandbox.
 
-// runtimeNames are --runtime's values.
-var runtimeNames = []string{"auto", "embedded", "rootless", "oci", "docker", "kubernetes", "host"}
+// runtimeNames are --runtime's values: auto and every registered runtime.
+func runtimeNames() []string {
+	names := []string{"auto"}
+	for _, r := range sandbox.Registrations() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// runtimeHelp is --runtime's help, from the registrations.
+func runtimeHelp() string {
+	var each []string
+	for _, r := range sandbox.Registrations() {
+		each = append(each, fmt.Sprintf("%s (%s)", r.Name, r.Help))
+	}
+	var auto []string
+	for _, r := range sandbox.AutoOrder(true) {
+		if r.RootOnly {
+			auto = append(auto, r.Name+" for root")
+		} else {
+			auto = append(auto, r.Name)
+		}
+	}
+	return fmt.Sprintf("where probes run: %s, or auto: %s, the first that runs (never host)", strings.Join(each, ", "), strings.Join(auto, ", then "))
+}
+
+// settings are what the runtimes read of these options.
+func (o *sandboxOptions) settings() sandbox.Settings {
+	return sandbox.Settings{Seccomp: o.seccomp, UserNS: o.userns, OCIBinary: o.ociRuntime, Image: o.image,
+		Kubeconfig: o.kubeconfig, Namespace: o.namespace, RuntimeClass: o.runtimeCls}
+}
 
 // sandboxOptions say where probes run and under which limits.
 type sandboxOptions struct {
@@ -43,7 +72,7 @@ type sandboxOptions struct {
 
 func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
-	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames), "runtime", "where probes run: embedded (containers made in-process, root), rootless (the same without root, on user namespaces), oci (an external OCI runtime), docker (the Docker engine), kubernetes (a pod per interpreter on a cluster), host (no isolation), or auto: embedded for root, rootless for other users, then docker (never host)")
+	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames()), "runtime", runtimeHelp())
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
 	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
 	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker or kubernetes: the probe image (make image builds it)")

@@ -116,7 +116,7 @@ func TestEachCommandTakesItsOwnFlags(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range runtimeNames {
+	for _, name := range runtimeNames() {
 		if !strings.Contains(out.String(), name+"\n") {
 			t.Errorf("completion of --runtime does not offer %s:\n%s", name, out.String())
 		}

@@ -116,7 +116,7 @@ func TestPrecisionFixtures(t *testing.T) {
 			}
 			for _, id := range []string{"blocks.py::scatter", "blocks.py::epoch_hour", "echo.py::keys_csv"} {
 				var rout bytes.Buffer
-				ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, root: ".", hostAsked: true}
+				ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, root: ".", runtimeGiven: true}
 				err := runReplay(context.Background(), ro, id, &rout, &bytes.Buffer{})
 				if !errors.Is(err, errFindings) {
 					t.Errorf("replay %s: %v\n%s", id, err, rout.String())

@@ -21,9 +21,10 @@ type replayOptions struct {
 	callOptions
 	report string
 	root   string
-	// hostAsked is set when --runtime host is on the command line: a
-	// report, or a config file, never chooses the host.
-	hostAsked bool
+	// runtimeGiven is set when --runtime is on the command line: only
+	// then may replay run unisolated (a report or a config file never
+	// chooses the host).
+	runtimeGiven bool
 }
 
 func newReplayCommand() *cobra.Command {
@@ -39,7 +40,7 @@ func newReplayCommand() *cobra.Command {
 			if err := applyUserConfig(cmd.Flags(), cmdline, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			opts.hostAsked = cmdline["runtime"] && opts.runtimeName == "host"
+			opts.runtimeGiven = cmdline["runtime"]
 			return runReplay(cmd.Context(), opts, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -61,15 +62,15 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if err != nil {
 		return err
 	}
-	if opts.runtimeName == "host" && !opts.hostAsked {
-		return usageErrorf("replay runs on the host only when --runtime host is on the command line")
-	}
 	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {
 		return err
 	}
 	defer closeRuntime(rt)
+	if !rt.Isolated() && !opts.runtimeGiven {
+		return usageErrorf("replay runs on the host only when --runtime host is on the command line")
+	}
 	recorded, replaying := runtimeLabel(rep.Runtime, rep.OCIRuntime), runtimeLabel(rt.Name(), ociBinary(rt, opts.sandboxOptions))
 	if recorded != replaying || rep.Python != opts.python {
 		fmt.Fprintf(stderr, "nondet-sandbox: the report was recorded with --runtime %s --python %s; replaying with --runtime %s --python %s (give --runtime and --python to choose)\n",

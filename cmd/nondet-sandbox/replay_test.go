@@ -35,14 +35,14 @@ func TestReplayReproducesWitnesses(t *testing.T) {
 	}
 	for id, cause := range map[string]string{"known.py::resolve_features": "hash-seed", "known.py::epoch_year": "timezone", "known.py::first_key": "dict-order (order-sensitive)"} {
 		var out bytes.Buffer
-		ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, hostAsked: true}
+		ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, runtimeGiven: true}
 		err := runReplay(context.Background(), ro, id, &out, &bytes.Buffer{})
 		if !errors.Is(err, errFindings) || !strings.Contains(out.String(), "reproduced: the same two answers again") {
 			t.Errorf("%s (%s): not reproduced: %v\n%s", id, cause, err, out.String())
 		}
 	}
 	var out bytes.Buffer
-	err := runReplay(context.Background(), replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, hostAsked: true}, "known.py::word_count", &out, &bytes.Buffer{})
+	err := runReplay(context.Background(), replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, runtimeGiven: true}, "known.py::word_count", &out, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "has no witness to replay") {
 		t.Errorf("replaying a deterministic function: %v", err)
 	}

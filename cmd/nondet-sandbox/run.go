@@ -18,12 +18,6 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/kubernetes"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox/rootless"
 )
 
 // runOptions are run's flags: every group.
@@ -110,72 +104,38 @@ func closeRuntime(rt sandbox.Runtime) {
 	}
 }
 
-// newRuntime maps --runtime to a backend; closeRuntime releases it.
+// newRuntime makes the runtime --runtime names (its registration's New);
+// closeRuntime releases it.
 func newRuntime(ctx context.Context, name string, o sandboxOptions) (sandbox.Runtime, error) {
-	switch name {
-	case "auto":
+	if name == "auto" {
 		return autoRuntime(ctx, o)
-	case "host":
-		return host.New(), nil
-	case "rootless":
-		ro := rootless.DefaultOptions()
-		ro.Seccomp = o.seccomp
-		rt, err := rootless.New(ro)
-		if err != nil {
-			return nil, engine.Unavailable(err)
-		}
-		return rt, nil
-	case "embedded":
-		eo := embedded.DefaultOptions()
-		eo.Seccomp, eo.UserNS = o.seccomp, o.userns
-		rt, err := embedded.New(eo)
-		if err != nil {
-			return nil, engine.Unavailable(err)
-		}
-		return rt, nil
-	case "oci":
-		oo := oci.DefaultOptions()
-		oo.Binary, oo.Seccomp, oo.UserNS = o.ociRuntime, o.seccomp, o.userns
-		rt, err := oci.New(ctx, oo)
-		if err != nil {
-			return nil, engine.Unavailable(err)
-		}
-		return rt, nil
-	case "docker":
-		rt, err := docker.New(ctx, o.image)
-		if err != nil {
-			return nil, engine.Unavailable(err)
-		}
-		return rt, nil
-	case "kubernetes":
-		rt, err := kubernetes.New(ctx, kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, Image: o.image, RuntimeClass: o.runtimeCls})
-		if err != nil {
-			return nil, engine.Unavailable(err)
-		}
-		return rt, nil
 	}
-	return nil, usageErrorf("unknown runtime %q; choose %s", name, strings.Join(runtimeNames, ", "))
+	reg, ok := sandbox.Lookup(name)
+	if !ok {
+		return nil, usageErrorf("unknown runtime %q; choose %s", name, strings.Join(runtimeNames(), ", "))
+	}
+	rt, err := reg.New(ctx, o.settings())
+	if err != nil {
+		return nil, engine.Unavailable(err)
+	}
+	return rt, nil
 }
 
-// autoRuntime is the strongest sandbox this machine gives the caller:
-// embedded for root, rootless for anyone, then Docker. When none of them
-// runs it says why and names --runtime host, which is no sandbox, rather
-// than choose it.
+// autoRuntime is the strongest sandbox this machine gives the caller: the
+// registered runtimes in their auto order (embedded for root, rootless
+// for anyone, then Docker). When none of them runs it says why and names
+// --runtime host, which is no sandbox, rather than choose it.
 func autoRuntime(ctx context.Context, o sandboxOptions) (sandbox.Runtime, error) {
-	order := []string{"rootless", "docker"}
-	if os.Geteuid() == 0 {
-		order = []string{"embedded", "rootless", "docker"}
-	}
 	var why []string
-	for _, name := range order {
-		rt, err := newRuntime(ctx, name, o)
+	for _, reg := range sandbox.AutoOrder(os.Geteuid() == 0) {
+		rt, err := newRuntime(ctx, reg.Name, o)
 		if err == nil {
 			if len(why) > 0 && o.notes != nil {
-				fmt.Fprintf(o.notes, "nondet-sandbox: --runtime auto chose %s (%s)\n", name, strings.Join(why, "; "))
+				fmt.Fprintf(o.notes, "nondet-sandbox: --runtime auto chose %s (%s)\n", reg.Name, strings.Join(why, "; "))
 			}
 			return rt, nil
 		}
-		why = append(why, name+": "+err.Error())
+		why = append(why, reg.Name+": "+err.Error())
 	}
 	return nil, engine.Unavailable(sandbox.Unavailable(sandbox.ErrNotInstalled, fmt.Sprintf(
 		"no sandbox runs here (%s); --runtime host runs probes as plain processes, as you, with only the static gate between the scanned code and your files", strings.Join(why, "; "))))
@@ -204,7 +164,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	var pkgs []engine.Package
 	if len(opts.packages) > 0 || opts.allPkgs {
-		if opts.runtimeName == "docker" || opts.runtimeName == "kubernetes" {
+		if reg, ok := sandbox.Lookup(opts.runtimeName); ok && reg.ImageInterpreter {
 			return usageErrorf("--package reads the environment of --python on this machine; the %s runtime probes with its image's interpreter: use another runtime", opts.runtimeName)
 		}
 		found, err := engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs)
@@ -410,11 +370,12 @@ func parseShard(v string, seed uint64) (*report.Part, error) {
 	return &report.Part{Index: k, Of: n}, nil
 }
 
-// ociBinary names the OCI runtime binary (runc, crun, runsc) when rt is
-// the oci runtime, for the report: "" for the others.
+// ociBinary names the flavour of rt that ran (the OCI runtime binary:
+// runc, crun, runsc), for the report; "" for runtimes of one flavour.
 func ociBinary(rt sandbox.Runtime, o sandboxOptions) string {
-	if rt.Name() != "oci" {
+	reg, ok := sandbox.Lookup(rt.Name())
+	if !ok || reg.Variant == nil {
 		return ""
 	}
-	return filepath.Base(o.ociRuntime)
+	return reg.Variant(o.settings())
 }

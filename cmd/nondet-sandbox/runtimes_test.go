@@ -16,6 +16,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 )
 
@@ -27,7 +28,16 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 	// Each runtime in a subtest of its own: one that is missing here does
 	// not discard the others' comparison.
 	verdicts := map[string]map[string]string{}
-	for _, rt := range []string{"embedded", "oci", "docker", "kubernetes", "host", "runsc"} {
+	// Every registered runtime but rootless, which runs as a user who is
+	// not root (sandbox/rootless checks it as uid 65534), and the oci
+	// runtime again on gVisor's runsc.
+	var runtimes []string
+	for _, r := range sandbox.Registrations() {
+		if r.Name != "rootless" {
+			runtimes = append(runtimes, r.Name)
+		}
+	}
+	for _, rt := range append(runtimes, "runsc") {
 		t.Run(rt, func(t *testing.T) {
 			name := rt
 			if rt == "runsc" { // the oci runtime on gVisor's runsc

@@ -1,0 +1,14 @@
+package host
+
+import (
+	"context"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+func init() {
+	sandbox.Register(sandbox.Registration{
+		Name: "host", Rank: 90, Help: "no isolation",
+		New: func(context.Context, sandbox.Settings) (sandbox.Runtime, error) { return New(), nil },
+	})
+}

@@ -1,0 +1,17 @@
+package kubernetes
+
+import (
+	"context"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+func init() {
+	sandbox.Register(sandbox.Registration{
+		Name: "kubernetes", Rank: 50, Help: "a pod per interpreter on a cluster", ImageInterpreter: true,
+		Flags: []string{"image", "kubeconfig", "namespace", "runtime-class"},
+		New: func(ctx context.Context, s sandbox.Settings) (sandbox.Runtime, error) {
+			return sandbox.Made(New(ctx, Options{Kubeconfig: s.Kubeconfig, Namespace: s.Namespace, Image: s.Image, RuntimeClass: s.RuntimeClass}))
+		},
+	})
+}

@@ -5,6 +5,8 @@
 // namespaces, no capabilities, no_new_privs, a Docker-like seccomp profile,
 // and memory, pids and CPU limits under one parent cgroup per scan.
 //
-// It needs root (or an equivalent delegation) and Linux; it is not a way to
-// run anything but probe processes.
+// As root it makes full containers; with Options.Rootless it runs the
+// same spec in libcontainer's rootless mode, for a user without root, on
+// unprivileged user namespaces (sandbox/rootless). Linux only; it is not
+// a way to run anything but probe processes.
 package embedded

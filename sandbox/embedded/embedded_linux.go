@@ -72,7 +72,7 @@ func New(opts Options) (*Runtime, error) {
 		return newRootless(opts)
 	}
 	if os.Geteuid() != 0 {
-		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the embedded runtime needs root on this machine (user namespaces and cgroup delegation for other users are not supported yet); run as root, or use --runtime docker or --runtime host")
+		return nil, sandbox.Unavailable(sandbox.ErrNeedsRoot, "the embedded runtime needs root; as another user use --runtime rootless (the same containers on unprivileged user namespaces), or --runtime docker")
 	}
 	if opts.Seccomp && !seccompBuilt {
 		return nil, sandbox.Unavailable(sandbox.ErrNotInstalled, "this binary was built without seccomp support; build it with `make build` (go build -tags seccomp, needs libseccomp-dev), or pass --seccomp=false")

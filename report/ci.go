@@ -15,14 +15,14 @@ func findingText(f *Function) string {
 	if w == nil || len(w.Answers) < 2 {
 		text := f.ID + " is nondeterministic (the report holds no witness)"
 		if len(f.Causes) > 0 {
-			text += "; moved by: " + strings.Join(f.Causes, ", ")
+			text += "; causes: " + strings.Join(f.Causes, ", ")
 		}
 		return text
 	}
 	text := fmt.Sprintf("%s gave two answers to (%s): %s then %s", f.ID, strings.Join(w.Args, ", "),
 		clip(w.Answers[0].Value, 120), clip(w.Answers[1].Value, 120))
 	if len(f.Causes) > 0 {
-		text += "; moved by: " + strings.Join(f.Causes, ", ")
+		text += "; causes: " + strings.Join(f.Causes, ", ")
 	}
 	return text
 }

@@ -417,5 +417,5 @@ func describeCauses(c []string) string {
 	if len(c) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("moved by: %s", strings.Join(c, ", "))
+	return fmt.Sprintf("causes: %s", strings.Join(c, ", "))
 }

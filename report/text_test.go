@@ -35,7 +35,7 @@ func TestSARIF(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{`"version": "2.1.0"`, `"ruleId": "nondeterministic"`, `"level": "warning"`,
-		`"uri": "src/pkg/mod.py"`, `"startLine": 7`, `moved by: hash-seed`, `"ruleId": "look"`, `"level": "note"`} {
+		`"uri": "src/pkg/mod.py"`, `"startLine": 7`, `causes: hash-seed`, `"ruleId": "look"`, `"level": "note"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("SARIF lacks %s:\n%s", want, out)
 		}

@@ -84,7 +84,7 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 					continue
 				}
 				flip := base
-				flip.Purpose = "attribute:" + c.name
+				flip.Purpose = "attribute:" + string(c.name)
 				c.take(&flip, other)
 				g.runs = append(g.runs, flip)
 			}

@@ -54,7 +54,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	for _, c := range sandbox.EngineConditions {
 		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
 	}
-	skipped := map[string]sandbox.Support{}
+	skipped := map[sandbox.Condition]sandbox.Support{}
 	for _, sk := range s.skipped {
 		skipped[sk.Condition] = sk
 	}

@@ -66,7 +66,7 @@ func TestSameRelativePathUnderTwoTargets(t *testing.T) {
 // TestConditionsFollowTheOneList: attribution flips exactly the varied
 // conditions sandbox names, in its order.
 func TestConditionsFollowTheOneList(t *testing.T) {
-	var names []string
+	var names []sandbox.Condition
 	for _, c := range conditions {
 		names = append(names, c.name)
 	}

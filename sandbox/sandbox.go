@@ -218,7 +218,7 @@ type Exit struct {
 }
 
 // Condition names one varied condition, as reports and causes name it.
-type Condition = string
+type Condition string
 
 // The varied conditions, in the one order everything lists them in.
 const (

@@ -72,7 +72,7 @@ func TestEachCauseIsNamed(t *testing.T) {
 				}
 			}
 			if rt == "host" {
-				for _, c := range []string{"hostname", "user", "cpus", "clock", "pid"} {
+				for _, c := range []sandbox.Condition{sandbox.Hostname, sandbox.User, sandbox.CPUs, sandbox.Clock, sandbox.Pid} {
 					if !slices.ContainsFunc(rep.Skipped, func(s sandbox.Support) bool { return s.Condition == c }) {
 						t.Errorf("the host runtime does not say it skipped %s", c)
 					}

@@ -310,7 +310,7 @@ type Expect struct {
 	Rlimits map[string]int64
 	// Unvaried are the conditions the runtime cannot vary, and says so
 	// (a pod cannot choose its CPUs).
-	Unvaried []string
+	Unvaried []sandbox.Condition
 }
 
 func Posture(t *testing.T, rt sandbox.Runtime, python string, want Expect) {

@@ -60,7 +60,7 @@ func TestIntegrity(t *testing.T) {
 // TestDoctorPosture: what a probe sees from inside a pod: not root, no
 // capabilities, no_new_privs, seccomp, a read-only root, its CPU quota.
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), "python3", conformance.Expect{CPUQuota: true, Unvaried: []string{sandbox.CPUs}})
+	conformance.Posture(t, newRuntime(t), "python3", conformance.Expect{CPUQuota: true, Unvaried: []sandbox.Condition{sandbox.CPUs}})
 }
 
 // TestNetworkRefusalIsOneLine: a worker that found a network and refused

@@ -1,6 +1,14 @@
 // Package report is what a scan found, as data and as text: the report's
-// types (stable JSON field names that CI systems parse) and its renderers
-// (text for people, JSON, SARIF 2.1.0 for code scanning). The engine fills
-// a report in; the command line and replay read one without the engine.
-// It runs nothing and knows nothing of sandboxes or Python.
+// types (stable JSON field names that CI systems parse), its renderers
+// (text, JSON, SARIF 2.1.0, GitHub workflow commands, JUnit, one HTML
+// page), baselines, suppressions, Merge of a split scan's parts, and
+// Validate for a report read from elsewhere. The engine fills a report
+// in; the command line, merge and replay read one without the engine.
+//
+// It runs nothing. It imports two leaf types as they are: sandbox.Support
+// (a condition a runtime could not vary, and why) and gate.Smell (what the
+// linter saw in a function's body), so that a report carries exactly what
+// those packages say; it knows nothing else of sandboxes or Python. Every
+// field it renders may come from an untrusted report: renderers escape
+// what they print (TerminalSafe, the github and XML escapers).
 package report

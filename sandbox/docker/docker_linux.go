@@ -10,7 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/fifochan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/fifochan"
 	"io"
 	"path/filepath"
 	"strconv"

@@ -18,9 +18,9 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/containerscan"
 )
 
 // The main goroutine keeps the main thread in every binary that links this

@@ -26,7 +26,9 @@ func (*Runtime) Name() string   { return "host" }
 func (*Runtime) Isolated() bool { return false }
 
 func (*Runtime) Applies() []sandbox.Support {
-	no := func(c sandbox.Condition, why string) sandbox.Support { return sandbox.Support{Condition: c, Reason: why} }
+	no := func(c sandbox.Condition, why string) sandbox.Support {
+		return sandbox.Support{Condition: c, Reason: why}
+	}
 	return []sandbox.Support{
 		no(sandbox.Hostname, "the host runtime has no UTS namespace"),
 		no(sandbox.User, "the host runtime has no user namespace"),

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/containerscan"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/fifochan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/cgroupscan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/containerscan"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/fifochan"
 )
 
 // Options configure the runtime.

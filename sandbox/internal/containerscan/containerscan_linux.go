@@ -15,8 +15,8 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cgroupscan"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/internal/cgroupscan"
 )
 
 // Scan is one scan's shared container resources.

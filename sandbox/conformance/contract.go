@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"os"
 	"slices"
@@ -244,4 +246,10 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			}
 		}
 	})
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
@@ -31,7 +32,7 @@ func leftovers() []string {
 
 func TestConformance(t *testing.T) {
 	testenv.Integration(t)
-	conformance.Run(t, conformance.Env{
+	scansuite.Run(t, scansuite.Env{
 		Runtime: newRuntime(t), Python: "python3", HostileDir: "../../fixtures/hostile", Leftovers: leftovers,
 	})
 }
@@ -40,7 +41,7 @@ func TestDoctorPosture(t *testing.T) {
 	testenv.Integration(t)
 	// The Docker engine maps no user namespace unless the daemon is
 	// configured to: the probe is a non-root user with no capabilities.
-	conformance.Posture(t, newRuntime(t), "python3", conformance.Expect{CPUQuota: true})
+	scansuite.Posture(t, newRuntime(t), "python3", scansuite.Expect{CPUQuota: true})
 }
 
 // TestMissingImageSaysHowToBuildIt: a missing image is one line that says
@@ -64,5 +65,5 @@ func TestContract(t *testing.T) {
 // honest module's verdicts, technique by technique.
 func TestIntegrity(t *testing.T) {
 	testenv.Integration(t)
-	conformance.Integrity(t, newRuntime(t), "python3", "../../fixtures/integrity")
+	scansuite.Integrity(t, newRuntime(t), "python3", "../../fixtures/integrity")
 }

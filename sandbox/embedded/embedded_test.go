@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
@@ -25,7 +26,7 @@ func leftovers() []string {
 }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.Env{
+	scansuite.Run(t, scansuite.Env{
 		Runtime: newRuntime(t), Python: testenv.Python(t), HostileDir: "../../fixtures/hostile", Leftovers: leftovers,
 	})
 }
@@ -33,7 +34,7 @@ func TestConformance(t *testing.T) {
 // TestDoctorPosture asserts each item of the sandbox's posture as a probe
 // sees it from inside.
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t), conformance.Expect{UIDMap: "0 100000 ", CPUQuota: true})
+	scansuite.Posture(t, newRuntime(t), testenv.Python(t), scansuite.Expect{UIDMap: "0 100000 ", CPUQuota: true})
 }
 
 // TestContract checks each promise of the runtime interface.
@@ -44,5 +45,5 @@ func TestContract(t *testing.T) {
 // TestIntegrity: a hostile module beside an honest one changes none of the
 // honest module's verdicts, technique by technique.
 func TestIntegrity(t *testing.T) {
-	conformance.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
+	scansuite.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
 }

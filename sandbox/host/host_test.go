@@ -3,6 +3,7 @@ package host_test
 import (
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
@@ -19,5 +20,5 @@ func TestContract(t *testing.T) {
 // some of them on this runtime before they run).
 func TestIntegrity(t *testing.T) {
 	testenv.Integration(t)
-	conformance.Integrity(t, host.New(), testenv.Python(t), "../../fixtures/integrity")
+	scansuite.Integrity(t, host.New(), testenv.Python(t), "../../fixtures/integrity")
 }

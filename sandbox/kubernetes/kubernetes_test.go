@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
@@ -46,7 +47,7 @@ func TestContract(t *testing.T) {
 // TestConformance runs the hostile fixtures in pods.
 func TestConformance(t *testing.T) {
 	rt := newRuntime(t)
-	conformance.Run(t, conformance.Env{Runtime: rt, Python: "python3", HostileDir: "../../fixtures/hostile", Leftovers: leftovers(rt)})
+	scansuite.Run(t, scansuite.Env{Runtime: rt, Python: "python3", HostileDir: "../../fixtures/hostile", Leftovers: leftovers(rt)})
 }
 
 // TestIntegrity: a hostile module beside an honest one changes none of the
@@ -54,13 +55,13 @@ func TestConformance(t *testing.T) {
 // record channel, which is the pod's log here (the whole suite takes
 // longer than the rest of the tests together at a pod per interpreter).
 func TestIntegrity(t *testing.T) {
-	conformance.Integrity(t, newRuntime(t), "python3", "../../fixtures/integrity", "forge_channel", "fd_scribble", "signal_worker")
+	scansuite.Integrity(t, newRuntime(t), "python3", "../../fixtures/integrity", "forge_channel", "fd_scribble", "signal_worker")
 }
 
 // TestDoctorPosture: what a probe sees from inside a pod: not root, no
 // capabilities, no_new_privs, seccomp, a read-only root, its CPU quota.
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), "python3", conformance.Expect{CPUQuota: true, Unvaried: []sandbox.Condition{sandbox.CPUs}})
+	scansuite.Posture(t, newRuntime(t), "python3", scansuite.Expect{CPUQuota: true, Unvaried: []sandbox.Condition{sandbox.CPUs}})
 }
 
 // TestNetworkRefusalIsOneLine: a worker that found a network and refused

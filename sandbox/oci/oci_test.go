@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/oci"
@@ -27,14 +28,14 @@ func newRuntime(t *testing.T) *oci.Runtime {
 }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.Env{
+	scansuite.Run(t, scansuite.Env{
 		Runtime: newRuntime(t), Python: testenv.Python(t), HostileDir: "../../fixtures/hostile",
 		Leftovers: func() []string { return conformance.Leftovers(oci.DefaultOptions().StateRoot) },
 	})
 }
 
 func TestDoctorPosture(t *testing.T) {
-	conformance.Posture(t, newRuntime(t), testenv.Python(t), conformance.Expect{UIDMap: "0 100000 ", CPUQuota: true})
+	scansuite.Posture(t, newRuntime(t), testenv.Python(t), scansuite.Expect{UIDMap: "0 100000 ", CPUQuota: true})
 }
 
 func TestMissingBinarySaysWhatToDo(t *testing.T) {
@@ -128,7 +129,7 @@ func TestOnlyFlagsTheRuntimeLists(t *testing.T) {
 // TestIntegrity: a hostile module beside an honest one changes none of the
 // honest module's verdicts, technique by technique.
 func TestIntegrity(t *testing.T) {
-	conformance.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
+	scansuite.Integrity(t, newRuntime(t), testenv.Python(t), "../../fixtures/integrity")
 }
 
 // runsc is gVisor's runtime for the tests: $NONDET_SANDBOX_RUNSC, else
@@ -164,8 +165,8 @@ func TestRunsc(t *testing.T) {
 	}
 	leftovers := func() []string { return conformance.Leftovers(opts.StateRoot) }
 	conformance.Contract(t, rt, leftovers)
-	conformance.Run(t, conformance.Env{Runtime: rt, Python: testenv.Python(t), HostileDir: "../../fixtures/hostile", Leftovers: leftovers})
+	scansuite.Run(t, scansuite.Env{Runtime: rt, Python: testenv.Python(t), HostileDir: "../../fixtures/hostile", Leftovers: leftovers})
 	t.Run("integrity", func(t *testing.T) {
-		conformance.Integrity(t, rt, testenv.Python(t), "../../fixtures/integrity")
+		scansuite.Integrity(t, rt, testenv.Python(t), "../../fixtures/integrity")
 	})
 }

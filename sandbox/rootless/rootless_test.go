@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine/scansuite"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/conformance"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
@@ -46,15 +47,15 @@ func TestRootless(t *testing.T) {
 	python := testenv.Python(t)
 	t.Run("contract", func(t *testing.T) { conformance.Contract(t, rt, leftovers) })
 	t.Run("posture", func(t *testing.T) {
-		conformance.Posture(t, rt, python, conformance.Expect{
+		scansuite.Posture(t, rt, python, scansuite.Expect{
 			UIDMap: "0 " + strconv.Itoa(os.Getuid()) + " 1", RootInside: true,
 			Rlimits: map[string]int64{"RLIMIT_AS": 256 << 20, "RLIMIT_NPROC": 64},
 		})
 	})
 	t.Run("hostile", func(t *testing.T) {
-		conformance.Run(t, conformance.Env{Runtime: rt, Python: python, HostileDir: filepath.Join(fixtures, "hostile"), Leftovers: leftovers})
+		scansuite.Run(t, scansuite.Env{Runtime: rt, Python: python, HostileDir: filepath.Join(fixtures, "hostile"), Leftovers: leftovers})
 	})
-	t.Run("integrity", func(t *testing.T) { conformance.Integrity(t, rt, python, filepath.Join(fixtures, "integrity")) })
+	t.Run("integrity", func(t *testing.T) { scansuite.Integrity(t, rt, python, filepath.Join(fixtures, "integrity")) })
 }
 
 // asUnprivileged runs TestRootless again as uid 65534 from copies of the

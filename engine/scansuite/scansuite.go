@@ -1,8 +1,12 @@
-// Package conformance is the one test suite every sandbox runtime must
-// pass: the hostile fixtures (fixtures/hostile) scanned through the
-// runtime, and what must hold on the host afterwards. A backend's test
-// calls Run with the runtime; the assertions are the same for each.
-package conformance
+// Package scansuite is the scan-level suites every sandbox runtime must
+// pass, beside sandbox/conformance's contract: the hostile fixtures
+// (fixtures/hostile) scanned through the runtime and what must hold on the
+// host afterwards (Run), the sandbox as a probe sees it from inside
+// (Posture), and the integrity techniques of fixtures/integrity
+// (Integrity). They run the engine, so they live above it; a backend's
+// test calls them with its runtime, and the assertions are the same for
+// each. It is for tests only.
+package scansuite
 
 import (
 	"bytes"
@@ -387,21 +391,4 @@ func Posture(t *testing.T, rt sandbox.Runtime, python string, want Expect) {
 			t.Errorf("condition %s skipped: %s", c.Condition, c.Reason)
 		}
 	}
-}
-
-// Leftovers lists the container resources that exist now: the runtime's
-// state directories under stateRoot and every scan's cgroups.
-func Leftovers(stateRoot string) []string {
-	var out []string
-	states, _ := filepath.Glob(filepath.Join(stateRoot, "*"))
-	out = append(out, states...)
-	for _, pattern := range []string{"/sys/fs/cgroup/*/nondet-sandbox/*", "/sys/fs/cgroup/nondet-sandbox/*"} {
-		cgs, _ := filepath.Glob(pattern)
-		for _, c := range cgs {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // Replayed is one run's answer to a witness's input, again.
@@ -36,7 +38,7 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 	var target Target
 	found := false
 	for _, arg := range rep.Targets {
-		t, err := ParseTarget(filepath.Join(root, targetPath(arg)))
+		t, err := ParseTarget(filepath.Join(root, targetFile(arg)))
 		if err != nil {
 			continue
 		}
@@ -108,11 +110,10 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 // name. A report is untrusted input; its id must not reach a file outside
 // the scanned tree.
 func checkID(id string) (file, name string, err error) {
-	i := strings.LastIndex(id, "::")
-	if i < 0 {
+	if !strings.Contains(id, "::") {
 		return "", "", &usageError{fmt.Sprintf("%q is not a function id (FILE.py::function)", id)}
 	}
-	file, name = id[:i], id[i+2:]
+	file, name = report.SplitID(id)
 	if !strings.HasSuffix(file, ".py") || !filepath.IsLocal(filepath.FromSlash(file)) || strings.Contains(file, "\\") || filepath.ToSlash(filepath.Clean(filepath.FromSlash(file))) != file {
 		return "", "", &usageError{fmt.Sprintf("the report's id %q names a file outside the scanned tree; the report was changed or is not from this tool", id)}
 	}
@@ -122,10 +123,8 @@ func checkID(id string) (file, name string, err error) {
 	return file, name, nil
 }
 
-// targetPath is a target argument without its ::function.
-func targetPath(arg string) string {
-	if i := strings.LastIndex(arg, "::"); i >= 0 {
-		return arg[:i]
-	}
-	return arg
+// targetFile is a target argument without its ::function.
+func targetFile(arg string) string {
+	file, _ := report.SplitID(arg)
+	return file
 }

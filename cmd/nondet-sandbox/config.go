@@ -12,6 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // Settings come from four places, and who wrote each decides what it may
@@ -357,10 +359,7 @@ func (o *runOptions) configure(fs *pflag.FlagSet, args []string, notes io.Writer
 	if src.path == "" {
 		start := "."
 		if len(args) > 0 {
-			start = args[0]
-			if i := strings.LastIndex(start, "::"); i >= 0 {
-				start = start[:i]
-			}
+			start, _ = report.SplitID(args[0])
 		}
 		abs, err := filepath.Abs(start)
 		if err != nil {

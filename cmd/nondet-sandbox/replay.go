@@ -71,12 +71,12 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if !rt.Isolated() && !opts.runtimeGiven {
 		return usageErrorf("replay runs on the host only when --runtime host is on the command line")
 	}
-	recorded, replaying := runtimeLabel(rep.Runtime, rep.OCIRuntime), runtimeLabel(rt.Name(), ociBinary(rt, opts.sandboxOptions))
+	recorded, replaying := runtimeLabel(rep.Runtime, rep.OCIRuntime), runtimeLabel(rt.Name(), runtimeVariant(rt, opts.sandboxOptions))
 	if recorded != replaying || rep.Python != opts.python {
 		fmt.Fprintf(stderr, "nondet-sandbox: the report was recorded with --runtime %s --python %s; replaying with --runtime %s --python %s (give --runtime and --python to choose)\n",
 			report.TerminalSafe(recorded), report.TerminalSafe(rep.Python), replaying, opts.python)
 	}
-	if rep.OCIRuntime != "" && rep.OCIRuntime != ociBinary(rt, opts.sandboxOptions) {
+	if rep.OCIRuntime != "" && rep.OCIRuntime != runtimeVariant(rt, opts.sandboxOptions) {
 		// gVisor's kernel answers some calls as Linux does not: a witness
 		// recorded under one kernel may not come back under another.
 		fmt.Fprintf(stderr, "nondet-sandbox: this replay cannot run under %s, which recorded the report; give --runtime oci --oci-runtime %s to replay under it\n",

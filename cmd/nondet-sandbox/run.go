@@ -245,7 +245,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		return err
 	}
 	rep.Part = part
-	rep.OCIRuntime = ociBinary(rt, opts.sandboxOptions)
+	rep.OCIRuntime = runtimeVariant(rt, opts.sandboxOptions)
 	if len(pkgs) > 0 {
 		rep.Packages = engine.ReportPackages(pkgs)
 		rep.Finish()
@@ -370,9 +370,9 @@ func parseShard(v string, seed uint64) (*report.Part, error) {
 	return &report.Part{Index: k, Of: n}, nil
 }
 
-// ociBinary names the flavour of rt that ran (the OCI runtime binary:
+// runtimeVariant names the flavour of rt that ran (the OCI runtime binary:
 // runc, crun, runsc), for the report; "" for runtimes of one flavour.
-func ociBinary(rt sandbox.Runtime, o sandboxOptions) string {
+func runtimeVariant(rt sandbox.Runtime, o sandboxOptions) string {
 	reg, ok := sandbox.Lookup(rt.Name())
 	if !ok || reg.Variant == nil {
 		return ""

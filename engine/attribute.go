@@ -8,35 +8,11 @@ import (
 	"strings"
 )
 
-// condition is one varied condition: its name in the report, and how to
-// take its value from one run into another. The list below follows
-// sandbox.AllConditions (a test checks).
-type condition struct {
-	name sandbox.Condition
-	take func(to *RunConditions, from RunConditions)
-	same func(a, b RunConditions) bool
-}
-
-var conditions = []condition{
-	{sandbox.HashSeed, func(t *RunConditions, f RunConditions) { t.HashSeed = f.HashSeed }, func(a, b RunConditions) bool { return a.HashSeed == b.HashSeed }},
-	{sandbox.Timezone, func(t *RunConditions, f RunConditions) { t.TZ = f.TZ }, func(a, b RunConditions) bool { return a.TZ == b.TZ }},
-	{sandbox.Locale, func(t *RunConditions, f RunConditions) { t.Locale = f.Locale }, func(a, b RunConditions) bool { return a.Locale == b.Locale }},
-	{sandbox.Hostname, func(t *RunConditions, f RunConditions) { t.Hostname = f.Hostname }, func(a, b RunConditions) bool { return a.Hostname == b.Hostname }},
-	{sandbox.User, func(t *RunConditions, f RunConditions) { t.UID, t.GID = f.UID, f.GID }, func(a, b RunConditions) bool { return a.UID == b.UID && a.GID == b.GID }},
-	{sandbox.Umask, func(t *RunConditions, f RunConditions) { t.Umask = f.Umask }, func(a, b RunConditions) bool { return a.Umask == b.Umask }},
-	{sandbox.Cwd, func(t *RunConditions, f RunConditions) { t.Cwd = f.Cwd }, func(a, b RunConditions) bool { return a.Cwd == b.Cwd }},
-	{sandbox.Home, func(t *RunConditions, f RunConditions) { t.Home = f.Home }, func(a, b RunConditions) bool { return a.Home == b.Home }},
-	{sandbox.CPUs, func(t *RunConditions, f RunConditions) { t.CPUs = f.CPUs }, func(a, b RunConditions) bool { return a.CPUs == b.CPUs }},
-	{sandbox.Clock, func(t *RunConditions, f RunConditions) { t.Clock = f.Clock }, func(a, b RunConditions) bool { return a.Clock == b.Clock }},
-	{sandbox.Pid, func(t *RunConditions, f RunConditions) { t.PidFloor = f.PidFloor }, func(a, b RunConditions) bool { return a.PidFloor == b.PidFloor }},
-	{sandbox.CallOrder, func(t *RunConditions, f RunConditions) { t.CallOrder = f.CallOrder }, func(a, b RunConditions) bool { return a.CallOrder == b.CallOrder }},
-}
-
 // attribution is the plan that names what moved a group of findings whose
 // witnesses compare the same two runs.
 type attribution struct {
 	base, other int
-	runs        []RunConditions // control pair first, then one flip each
+	runs        []sandbox.RunConditions // control pair first, then one flip each
 	probes      []*probe
 }
 
@@ -67,7 +43,7 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 			base, other := s.runs[key[0]], s.runs[key[1]]
 			// The clock starts at one instant in every attribution run.
 			if base.Clock != "" {
-				base.Clock, other.Clock = pinned+base.Clock, pinned+other.Clock
+				base.Clock, other.Clock = sandbox.PinnedClock+base.Clock, sandbox.PinnedClock+other.Clock
 			}
 			ctrl, ctrl2 := base, base
 			base.ID, base.Purpose = -1, "attribute:base"
@@ -79,13 +55,13 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 			all := other
 			all.ID, all.Purpose = -1, "attribute-all"
 			g.runs = append(g.runs, all)
-			for _, c := range conditions {
-				if c.same(base, other) {
+			for _, c := range sandbox.Varieds {
+				if c.Same(base, other) {
 					continue
 				}
 				flip := base
-				flip.Purpose = "attribute:" + string(c.name)
-				c.take(&flip, other)
+				flip.Purpose = "attribute:" + string(c.Name)
+				c.Take(&flip, other)
 				g.runs = append(g.runs, flip)
 			}
 		}

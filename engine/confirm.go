@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // confirmRounds is how many times a pair of lone runs is tried before a
@@ -46,7 +48,7 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 		var tasks []task
 		res := map[[2]int]*results{}
 		for _, key := range keys {
-			var runs []RunConditions
+			var runs []sandbox.RunConditions
 			for _, run := range key {
 				rc := s.runs[run]
 				rc.ID, rc.Purpose = -1, "confirm"
@@ -237,7 +239,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			rc.ID, rc.Purpose = -1, "bisect"
 			for _, sh := range byRun[run] {
 				res[sh] = s.newRunResults([]*shard{sh}, 1, ladder)
-				tasks = append(tasks, s.tasks([]*shard{sh}, []RunConditions{rc}, res[sh])...)
+				tasks = append(tasks, s.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
 			}
 		}
 		s.runPool(ctx, tasks)

@@ -51,7 +51,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	}
 	defer closeScan()
 	d := &Diagnosis{Runtime: s.opts.Runtime.Name(), Limits: s.opts.Limits}
-	for _, c := range sandbox.EngineConditions {
+	for _, c := range sandbox.Applied(sandbox.ByEngine) {
 		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
 	}
 	skipped := map[sandbox.Condition]sandbox.Support{}

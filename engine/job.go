@@ -109,16 +109,11 @@ func (w *watchdog) hasFired() bool {
 	return w.fired
 }
 
-// env is the whole environment of a probe: an allow-list built here, never
-// the caller's.
-func (s *scan) env(rc RunConditions) []string {
+// env is the environment of a probe besides its run's conditions (which
+// Apply adds): an allow-list built here, never the caller's.
+func (s *scan) env() []string {
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + rc.Home,
-		"TZ=" + rc.TZ,
-		"LC_ALL=" + rc.Locale,
-		"LANG=" + rc.Locale,
-		"PYTHONHASHSEED=" + strconv.FormatUint(uint64(rc.HashSeed), 10),
 		// The worker's own folder is never on sys.path (Python 3.11's -P;
 		// older interpreters ignore it, and the folder holds only the worker).
 		"PYTHONSAFEPATH=1",
@@ -134,20 +129,13 @@ func (s *scan) env(rc RunConditions) []string {
 	if s.locpath != "" {
 		env = append(env, "LOCPATH="+s.inside(s.locpath))
 	}
-	switch {
-	case rc.Clock == "" || s.faketime == "":
-	case strings.HasPrefix(rc.Clock, pinned):
-		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", clockStart(strings.TrimPrefix(rc.Clock, pinned))))
-	case rc.Clock != "0s":
-		env = append(env, "LD_PRELOAD="+s.faketime, "FAKETIME="+rc.Clock)
-	}
 	return env
 }
 
 // runJob starts one interpreter running the worker in the given mode on
 // request and feeds every record line to handle. limit arms the watchdog
 // at start; the handler may re-arm it per step through wd.
-func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode string, request any, limit time.Duration,
+func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions, mode string, request any, limit time.Duration,
 	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -189,8 +177,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
 		Argv:    append(s.interpreterArgv(), mode),
-		Env:     s.env(rc),
-		Dir:     rc.Cwd,
+		Env:     s.env(),
 		Binds:   s.binds,
 		Masks:   s.masks,
 		Records: w,
@@ -199,9 +186,9 @@ func (s *scan) runJob(ctx context.Context, name string, rc RunConditions, mode s
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
-		Cond:    containerConditions(rc),
 		Limits:  s.opts.Limits,
 	}
+	rc.Apply(job, sandbox.Applying{Faketime: s.faketime})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)

@@ -51,7 +51,7 @@ type Options struct {
 	OrderFree []string
 	// ExplicitRuns, when set, are the runs' conditions instead of a plan
 	// drawn from Seed: replay sets them from a report.
-	ExplicitRuns []RunConditions
+	ExplicitRuns []sandbox.RunConditions
 	// Measure adds each worker's peak memory to the report.
 	Measure bool
 	// Version is the tool version written into the report.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -63,18 +63,35 @@ func TestSameRelativePathUnderTwoTargets(t *testing.T) {
 	}
 }
 
-// TestConditionsFollowTheOneList: attribution flips exactly the varied
-// conditions sandbox names, in its order.
-func TestConditionsFollowTheOneList(t *testing.T) {
-	var names []sandbox.Condition
-	for _, c := range conditions {
-		names = append(names, c.name)
-	}
-	if !slices.Equal(names, sandbox.AllConditions) {
-		t.Fatalf("attribution's conditions %v, sandbox's %v", names, sandbox.AllConditions)
-	}
-	if len(sandbox.EngineConditions)+len(sandbox.RuntimeConditions) != len(sandbox.AllConditions) {
-		t.Fatalf("engine %v and runtime %v conditions do not make up all of them", sandbox.EngineConditions, sandbox.RuntimeConditions)
+// TestPlanVariesEveryCondition: run 1 moves every condition away from the
+// base (the CPU set only where there are two), every later main run at
+// least the hash seed and the clock (conditions with fewer values than runs
+// come back round), the extra runs only the hash seed; without zone data no
+// run is given an IANA time zone.
+func TestPlanVariesEveryCondition(t *testing.T) {
+	loc := locales{names: []string{"C.UTF-8", sandbox.SecondLocale}}
+	for _, zones := range []bool{true, false} {
+		runs := planRuns(3, 4, 2, loc, true, zones)
+		for _, rc := range runs[1:] {
+			for _, v := range sandbox.Varieds {
+				moved := !v.Same(runs[0], rc)
+				want := rc.Purpose == "main" || v.Name == sandbox.HashSeed
+				cycles := rc.ID > 1 && v.Name != sandbox.HashSeed && v.Name != sandbox.Clock
+				switch {
+				case rc.Purpose == "main" && cycles:
+				case v.Name == sandbox.CPUs && runtime.NumCPU() == 1:
+				case v.Name == sandbox.CallOrder && rc.ID%2 == 0:
+				case moved != want:
+					t.Errorf("zones %v: run %d (%s) moved %s: %v", zones, rc.ID, rc.Purpose, v.Name, moved)
+				}
+			}
+			if !zones && sandbox.IsIANAZone(rc.TZ) {
+				t.Errorf("no zone data, yet run %d has TZ %s", rc.ID, rc.TZ)
+			}
+		}
+		if zones && !sandbox.IsIANAZone(runs[2].TZ) {
+			t.Errorf("the default three runs have no IANA zone: %s", runs[2].TZ)
+		}
 	}
 }
 

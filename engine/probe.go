@@ -61,7 +61,7 @@ func newResults() *results {
 
 // runRuns runs every shard under every one of runs, up to Jobs
 // interpreters at once; each run's outcomes go to its slot in runs.
-func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []RunConditions, ladder ladders) *results {
+func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []sandbox.RunConditions, ladder ladders) *results {
 	res := s.newRunResults(shards, len(runs), ladder)
 	s.runPool(ctx, s.tasks(shards, runs, res))
 	return res
@@ -87,12 +87,12 @@ func (s *scan) newRunResults(shards []*shard, n int, ladder ladders) *results {
 // slot of res.
 type task struct {
 	sh   *shard
-	rc   RunConditions
+	rc   sandbox.RunConditions
 	slot int
 	res  *results
 }
 
-func (s *scan) tasks(shards []*shard, runs []RunConditions, res *results) []task {
+func (s *scan) tasks(shards []*shard, runs []sandbox.RunConditions, res *results) []task {
 	var out []task
 	for _, sh := range shards {
 		for slot, rc := range runs {
@@ -168,7 +168,7 @@ const backstop = 5 * time.Second
 // shard after it, so every other function's results survive.
 //
 // rc is the run's conditions; its outcomes go to slot run of res.
-func (s *scan) runShard(ctx context.Context, sh *shard, rc RunConditions, run int, ladder ladders, res *results) {
+func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions, run int, ladder ladders, res *results) {
 	if sh = sh.under(rc); sh == nil {
 		return
 	}
@@ -341,7 +341,7 @@ func (s *scan) unplace(v string) string {
 
 // under is the shard as a run sees it: only the functions that smell get
 // the extra hash-seed runs (nil when none of the shard's does).
-func (sh *shard) under(rc RunConditions) *shard {
+func (sh *shard) under(rc sandbox.RunConditions) *shard {
 	if rc.Purpose != "hash-seed" {
 		return sh
 	}
@@ -362,7 +362,7 @@ func (sh *shard) under(rc RunConditions) *shard {
 // rung when set; or the shard's explicit list. Entries are (function in
 // sh.Probes, rung). A lone shard runs each function in a segment of its
 // own (its rungs in the run's order); segments are where each starts.
-func (sh *shard) callPlan(rc RunConditions, ladder ladders) (calls [][2]int, segments []int) {
+func (sh *shard) callPlan(rc sandbox.RunConditions, ladder ladders) (calls [][2]int, segments []int) {
 	if sh.calls != nil {
 		return slices.Clone(sh.calls), slices.Clone(sh.segments)
 	}

@@ -7,16 +7,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // Replayed is one run's answer to a witness's input, again.
 type Replayed struct {
-	Run     RunConditions `json:"run"`
-	Value   string        `json:"value"`
-	Breaker string        `json:"breaker,omitempty"`
-	Value2  string        `json:"value2,omitempty"` // the breaker's second answer
-	Detail  string        `json:"detail,omitempty"` // why there is no value
+	Run     sandbox.RunConditions `json:"run"`
+	Value   string                `json:"value"`
+	Breaker string                `json:"breaker,omitempty"`
+	Value2  string                `json:"value2,omitempty"` // the breaker's second answer
+	Detail  string                `json:"detail,omitempty"` // why there is no value
 }
 
 // Replay re-runs one function of a report on its witness input, under the
@@ -60,7 +62,7 @@ func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]
 		// The report chose the file: say which one runs.
 		fmt.Fprintf(opts.Notes, "nondet-sandbox: replaying %s::%s\n", target.Path, name)
 	}
-	var runs []RunConditions
+	var runs []sandbox.RunConditions
 	for _, a := range w.Answers {
 		if a.Run < 0 || a.Run >= len(rep.Runs) {
 			return nil, f, &usageError{fmt.Sprintf("the report's witness names run %d, which it does not describe", a.Run)}

@@ -13,38 +13,39 @@ import (
 // a TZ naming a file, a pid floor that would fork for ever) is refused;
 // a user that was not varied (0) runs as the base probe user.
 func TestCheckRunTakesOnlyThePlansForms(t *testing.T) {
-	loc := locales{names: []string{"C.UTF-8", secondLocale}}
+	loc := locales{names: []string{"C.UTF-8", sandbox.SecondLocale}}
 	for _, isolated := range []bool{true, false} {
-		for _, rc := range planRuns(7, 5, 3, loc, isolated) {
+		for _, rc := range planRuns(7, 5, 3, loc, isolated, true) {
 			got, err := checkRun(rc, isolated)
 			if err != nil || got != rc {
 				t.Errorf("isolated %v: a planned run %+v: %v, %+v", isolated, rc, err, got)
 			}
 		}
 	}
-	base := planRuns(7, 3, 0, loc, true)[1]
-	bad := map[string]func(*RunConditions){
-		"home":         func(r *RunConditions) { r.Home = "/../../tmp/x" },
-		"home prefix":  func(r *RunConditions) { r.Home = "/home/probe/../../etc" },
-		"cwd":          func(r *RunConditions) { r.Cwd = "$SCRATCH/../../tmp/x" },
-		"cwd number":   func(r *RunConditions) { r.Cwd = "/tmp/work-1/.." },
-		"uid/gid":      func(r *RunConditions) { r.UID, r.GID = 0, 61000 },
-		"host uid":     func(r *RunConditions) { r.UID, r.GID = 1000, 1000 },
-		"tz":           func(r *RunConditions) { r.TZ = ":/etc/shadow" },
-		"locale":       func(r *RunConditions) { r.Locale = "../../x" },
-		"hostname":     func(r *RunConditions) { r.Hostname = "host\nname" },
-		"umask":        func(r *RunConditions) { r.Umask = "000" },
-		"cpus":         func(r *RunConditions) { r.CPUs = "0-3;rm" },
-		"clock":        func(r *RunConditions) { r.Clock = "-99999d" },
-		"pid floor":    func(r *RunConditions) { r.PidFloor = 4000000 },
-		"call order":   func(r *RunConditions) { r.CallOrder = "sideways" },
-		"negative run": func(r *RunConditions) { r.ID = -1 },
-	}
-	for name, edit := range bad {
+	base := planRuns(7, 3, 0, loc, true, true)[1]
+	// Each is refused naming the report's field, as the report spells it.
+	for field, edit := range map[string]func(*sandbox.RunConditions){
+		"home":         func(r *sandbox.RunConditions) { r.Home = "/../../tmp/x" },
+		"home ":        func(r *sandbox.RunConditions) { r.Home = "/home/probe/../../etc" },
+		"cwd":          func(r *sandbox.RunConditions) { r.Cwd = "$SCRATCH/../../tmp/x" },
+		"cwd ":         func(r *sandbox.RunConditions) { r.Cwd = "/tmp/work-1/.." },
+		"uid/gid":      func(r *sandbox.RunConditions) { r.UID, r.GID = 0, 61000 },
+		"uid/gid ":     func(r *sandbox.RunConditions) { r.UID, r.GID = 1000, 1000 },
+		"tz":           func(r *sandbox.RunConditions) { r.TZ = ":/etc/shadow" },
+		"locale":       func(r *sandbox.RunConditions) { r.Locale = "../../x" },
+		"hostname":     func(r *sandbox.RunConditions) { r.Hostname = "host\nname" },
+		"umask":        func(r *sandbox.RunConditions) { r.Umask = "000" },
+		"cpus":         func(r *sandbox.RunConditions) { r.CPUs = "0-3;rm" },
+		"clock_offset": func(r *sandbox.RunConditions) { r.Clock = "-99999d" },
+		"pid_floor":    func(r *sandbox.RunConditions) { r.PidFloor = 4000000 },
+		"call_order":   func(r *sandbox.RunConditions) { r.CallOrder = "sideways" },
+		"id":           func(r *sandbox.RunConditions) { r.ID = -1 },
+	} {
 		rc := base
 		edit(&rc)
-		if _, err := checkRun(rc, true); err == nil || !strings.Contains(err.Error(), "which no scan gives a run") {
-			t.Errorf("%s: %+v passed: %v", name, rc, err)
+		want := "has " + strings.TrimSpace(field) + " "
+		if _, err := checkRun(rc, true); err == nil || !strings.Contains(err.Error(), "which no scan gives a run") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %+v: want a refusal saying %q, got %v", field, rc, want, err)
 		}
 	}
 	rc := base

@@ -10,19 +10,18 @@ import (
 // The report's types live in package report, which the command line and
 // replay read without the engine; the engine fills them in.
 type (
-	Report        = report.Report
-	Function      = report.Function
-	Witness       = report.Witness
-	Answer        = report.Answer
-	MovedBy       = report.MovedBy
-	Module        = report.Module
-	Tool          = report.Tool
-	Census        = report.Census
-	RungCounts    = report.RungCounts
-	Measurements  = report.Measurements
-	Worker        = report.Worker
-	Event         = report.Event
-	RunConditions = report.RunConditions
+	Report       = report.Report
+	Function     = report.Function
+	Witness      = report.Witness
+	Answer       = report.Answer
+	MovedBy      = report.MovedBy
+	Module       = report.Module
+	Tool         = report.Tool
+	Census       = report.Census
+	RungCounts   = report.RungCounts
+	Measurements = report.Measurements
+	Worker       = report.Worker
+	Event        = report.Event
 )
 
 // Verdicts and breakers, as package report names them.

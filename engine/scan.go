@@ -34,7 +34,7 @@ type scan struct {
 	binds     []sandbox.Bind
 	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
 	codeKept  bool   // discovery kept some module's bytecode
-	runs      []RunConditions
+	runs      []sandbox.RunConditions
 	loc       locales
 	locpath   string // host directory of generated locales, or ""
 	faketime  string // libfaketime, or ""
@@ -290,9 +290,9 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 		shared := filepath.Join(s.scratch, "shared")
 		s.worker = compileWorker(ctx, s.python, shared, s.inside(filepath.Join(shared, "worker.py")))
 	}
-	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated())
+	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated(), inImage || zoneData())
 	if len(opts.ExplicitRuns) > 0 {
-		s.runs = append([]RunConditions(nil), opts.ExplicitRuns...)
+		s.runs = append([]sandbox.RunConditions(nil), opts.ExplicitRuns...)
 	}
 	s.faketime = findFaketime()
 	if inImage {

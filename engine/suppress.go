@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
@@ -19,8 +21,8 @@ var ignoreComment = regexp.MustCompile(`#\s*nondet:\s*ignore(?:\[([^\]]*)\])?`)
 // may list: each varied condition, and what is no condition.
 func causeNames() []string {
 	names := []string{"process", "unattributed", BreakerRepeat, report.BreakerOrderFree}
-	for _, c := range conditions {
-		names = append(names, string(c.name))
+	for _, c := range sandbox.Varieds {
+		names = append(names, string(c.Name))
 	}
 	return names
 }

@@ -204,8 +204,7 @@ func witnessConditions(r *Report, f *Function) string {
 		for _, run := range r.Runs {
 			if run.ID == a.Run && !seen[run.ID] {
 				seen[run.ID] = true
-				lines = append(lines, fmt.Sprintf("run %d: hash seed %d, TZ %s, locale %s, user %d, umask %s, cwd %s, cpus %s, clock %s, order %s",
-					run.ID, run.HashSeed, run.TZ, run.Locale, run.UID, run.Umask, run.Cwd, run.CPUs, run.Clock, run.CallOrder))
+				lines = append(lines, fmt.Sprintf("run %d: %s", run.ID, run.Describe()))
 			}
 		}
 	}

@@ -21,14 +21,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata fr
 // failed, a condition that was skipped, a finding ignored in the source
 // and one the baseline had. No Python is needed.
 func synthetic() *Report {
-	run := func(id int, seed uint32, tz, order string) RunConditions {
-		return RunConditions{ID: id, HashSeed: seed, TZ: tz, Locale: "C.UTF-8", CallOrder: order, Hostname: "probe-a",
+	run := func(id int, seed uint32, tz, order string) sandbox.RunConditions {
+		return sandbox.RunConditions{ID: id, HashSeed: seed, TZ: tz, Locale: "C.UTF-8", CallOrder: order, Hostname: "probe-a",
 			UID: 61000, GID: 61000, Umask: "022", Cwd: "/tmp/work", Home: "/home/probe", CPUs: "0-1", Clock: "0s", Purpose: "main"}
 	}
 	r := &Report{
 		Tool: Tool{Name: "nondet-sandbox", Version: "test"}, Runtime: "embedded", Python: "python3", Seed: 7,
 		Targets: []string{"src"},
-		Runs:    []RunConditions{run(0, 11, "UTC0", "forward"), run(1, 22, "GMT+12", "reversed")},
+		Runs:    []sandbox.RunConditions{run(0, 11, "UTC0", "forward"), run(1, 22, "GMT+12", "reversed")},
 		Skipped: []sandbox.Support{{Condition: sandbox.Clock, Reason: "libfaketime is not installed"}},
 		Modules: []Module{{Path: "pkg/a.py", Status: "ok"}, {Path: "pkg/broken.py", Status: "unparseable", Error: "SyntaxError: invalid syntax (line 3)"}},
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // Tool names a forged part could carry: each tries to start a workflow
@@ -41,7 +43,7 @@ func hostile(toolName string) *Report {
 	r := &Report{
 		Tool: Tool{Name: toolName, Version: "v" + evil}, Runtime: "rt" + evil, Python: "py" + evil, Seed: 1,
 		Targets: []string{"src"},
-		Runs: []RunConditions{
+		Runs: []sandbox.RunConditions{
 			{ID: 0, TZ: "UTC" + evil, Locale: "C" + evil, CallOrder: "forward", Umask: "022", Cwd: "/w" + evil, Hostname: "h" + evil, Purpose: "main"},
 			{ID: 1, TZ: "GMT+12", Locale: "C", CallOrder: "reversed" + evil, Umask: "077", Cwd: "/w", CPUs: "0" + evil, Clock: "1h" + evil, Purpose: "main"},
 		},
@@ -427,7 +429,7 @@ func TestSplitID(t *testing.T) {
 		}
 	}
 	// Every renderer places a::b.py::f in a::b.py.
-	r := &Report{Tool: Tool{Name: "t"}, Runs: []RunConditions{{ID: 0}, {ID: 1}},
+	r := &Report{Tool: Tool{Name: "t"}, Runs: []sandbox.RunConditions{{ID: 0}, {ID: 1}},
 		Modules: []Module{{Path: "a::b.py", Status: "ok", Location: "repo/a::b.py"}, {Path: "c::d.py", Status: "unreadable", Location: "repo/c::d.py"}}}
 	f := r.AddFunction("a::b.py::f", 2)
 	f.Verdict, f.Witness = VerdictNondeterministic, &Witness{Answers: []Answer{{0, "V:1"}, {1, "V:2"}}}
@@ -455,7 +457,7 @@ func TestSplitID(t *testing.T) {
 func TestMergeRefusesMalformedParts(t *testing.T) {
 	part := func(k, of int) *Report {
 		r := &Report{Tool: Tool{Name: "nondet-sandbox", Version: "t"}, Seed: 1, Targets: []string{"src"},
-			Runs:    []RunConditions{{ID: 0, Purpose: "main"}, {ID: 1, Purpose: "main"}},
+			Runs:    []sandbox.RunConditions{{ID: 0, Purpose: "main"}, {ID: 1, Purpose: "main"}},
 			Modules: []Module{{Path: fmt.Sprintf("m%d.py", k), Status: "ok"}}, Part: &Part{Index: k, Of: of}}
 		f := r.AddFunction(fmt.Sprintf("m%d.py::f", k), 1)
 		f.Verdict, f.Causes = VerdictNondeterministic, []string{"hash-seed"}
@@ -505,7 +507,7 @@ func TestMergeRefusesMalformedParts(t *testing.T) {
 		// its witnesses are checked against the runs of the whole.
 		{"empty part's witness past the whole's runs", func(a, b *Report) {
 			b.Modules = nil
-			b.Runs = append(b.Runs, RunConditions{ID: 2})
+			b.Runs = append(b.Runs, sandbox.RunConditions{ID: 2})
 			b.Functions[0].Witness.Answers[1].Run = 2
 		}, true, []string{"part 2 of 2", "names run 2", "2 runs"}},
 	} {

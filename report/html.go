@@ -5,8 +5,9 @@ import (
 	"html/template"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 //go:embed report.html.tmpl
@@ -91,7 +92,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if f.Witness != nil {
 			hf.Breaker, answers = f.Witness.Breaker, f.Witness.Answers
 		}
-		var runs []RunConditions
+		var runs []sandbox.RunConditions
 		for _, a := range answers {
 			runs = append(runs, r.run(a.Run))
 			hf.Sides = append(hf.Sides, htmlSide{Run: a.Run, Value: a.Value})
@@ -119,23 +120,16 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 // conditionRows lists a run's conditions, each marked when the other run
 // had another value.
-func conditionRows(rc, other RunConditions) []htmlCondition {
-	row := func(name, v, o string) htmlCondition { return htmlCondition{name, v, v != o} }
-	num := func(n uint32) string { return strconv.FormatUint(uint64(n), 10) }
-	itoa := strconv.Itoa
-	return []htmlCondition{
-		row("hash seed", num(rc.HashSeed), num(other.HashSeed)),
-		row("timezone", rc.TZ, other.TZ),
-		row("locale", rc.Locale, other.Locale),
-		row("call order", rc.CallOrder, other.CallOrder),
-		row("hostname", rc.Hostname, other.Hostname),
-		row("user", itoa(rc.UID), itoa(other.UID)),
-		row("umask", rc.Umask, other.Umask),
-		row("cwd", rc.Cwd, other.Cwd),
-		row("home", rc.Home, other.Home),
-		row("cpus", rc.CPUs, other.CPUs),
-		row("clock", rc.Clock, other.Clock),
+func conditionRows(rc, other sandbox.RunConditions) []htmlCondition {
+	var rows []htmlCondition
+	for _, v := range sandbox.Varieds {
+		val, o := v.Show(rc), v.Show(other)
+		if val == "" && o == "" {
+			continue // not varied on this runtime
+		}
+		rows = append(rows, htmlCondition{v.Label, val, val != o})
 	}
+	return rows
 }
 
 // groupByReason groups the functions with verdict by their reason, the

@@ -48,14 +48,14 @@ type Report struct {
 	Excluded []string `json:"excluded,omitempty"`
 	// OCIRuntime is the OCI runtime binary's name when Runtime is oci
 	// (runc, crun, runsc): gVisor's kernel answers some calls differently.
-	OCIRuntime string            `json:"oci_runtime,omitempty"`
-	Runs       []RunConditions   `json:"runs"`
-	Skipped    []sandbox.Support `json:"conditions_skipped"`
-	Modules    []Module          `json:"modules"`
-	Functions  []*Function       `json:"functions"`
-	Census     Census            `json:"census"`
-	Processes  int               `json:"processes"`
-	Calls      int               `json:"calls"`
+	OCIRuntime string                  `json:"oci_runtime,omitempty"`
+	Runs       []sandbox.RunConditions `json:"runs"`
+	Skipped    []sandbox.Support       `json:"conditions_skipped"`
+	Modules    []Module                `json:"modules"`
+	Functions  []*Function             `json:"functions"`
+	Census     Census                  `json:"census"`
+	Processes  int                     `json:"processes"`
+	Calls      int                     `json:"calls"`
 	// Part is set on the report of one part of a split scan (--shard
 	// K/N); Merge joins the parts into the report of the whole.
 	Part *Part `json:"part,omitempty"`
@@ -239,28 +239,6 @@ type Census struct {
 	// the baseline already had: both are among Nondeterministic.
 	Suppressed int `json:"suppressed,omitempty"`
 	InBaseline int `json:"in_baseline,omitempty"`
-}
-
-// RunConditions are every condition of one run, written into the report so
-// any finding can be replayed.
-type RunConditions struct {
-	ID        int    `json:"id"`
-	HashSeed  uint32 `json:"hash_seed"`
-	TZ        string `json:"tz"`
-	Locale    string `json:"locale"`
-	CallOrder string `json:"call_order"` // "forward" or "reversed"
-	Hostname  string `json:"hostname"`
-	UID       int    `json:"uid"`
-	GID       int    `json:"gid"`
-	Umask     string `json:"umask"`
-	Cwd       string `json:"cwd"`
-	Home      string `json:"home"`
-	CPUs      string `json:"cpus"`
-	Clock     string `json:"clock_offset"`
-	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
-	// Purpose is "main" for the runs every function gets, "hash-seed" for
-	// the extra runs of functions that smell (base conditions, a new seed).
-	Purpose string `json:"purpose"`
 }
 
 // Event is something a call did that the engine had to contain.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -226,12 +228,12 @@ func (p *printer) witness(r *Report, wt *Witness) {
 		clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
 	switch wt.Breaker {
 	case BreakerRepeat:
-		p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, describeRun(r.run(wt.Answers[0].Run)))
+		p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, r.run(wt.Answers[0].Run).Describe())
 	case BreakerOrderFree:
-		p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, describeRun(r.run(wt.Answers[0].Run)))
+		p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, r.run(wt.Answers[0].Run).Describe())
 	default:
 		for _, a := range wt.Answers {
-			p.f("         run %d: %s\n", a.Run, describeRun(r.run(a.Run)))
+			p.f("         run %d: %s\n", a.Run, r.run(a.Run).Describe())
 		}
 	}
 }
@@ -374,34 +376,11 @@ func joinInts(xs []int) string {
 
 // run is the conditions of run i, or none when the report does not
 // describe it (Validate refuses such a report; the text does not panic).
-func (r *Report) run(i int) RunConditions {
+func (r *Report) run(i int) sandbox.RunConditions {
 	if i < 0 || i >= len(r.Runs) {
-		return RunConditions{ID: i}
+		return sandbox.RunConditions{ID: i}
 	}
 	return r.Runs[i]
-}
-
-func describeRun(rc RunConditions) string {
-	parts := []string{
-		fmt.Sprintf("hash seed %d", rc.HashSeed),
-		"TZ=" + rc.TZ,
-		"locale " + rc.Locale,
-		rc.CallOrder + " order",
-	}
-	if rc.Hostname != "" {
-		parts = append(parts, "hostname "+rc.Hostname)
-	}
-	if rc.UID != 0 {
-		parts = append(parts, fmt.Sprintf("uid %d", rc.UID))
-	}
-	parts = append(parts, "umask "+rc.Umask, "cwd "+rc.Cwd)
-	if rc.CPUs != "" {
-		parts = append(parts, "cpus "+rc.CPUs)
-	}
-	if rc.Clock != "" && rc.Clock != "0s" {
-		parts = append(parts, "clock "+rc.Clock)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func clip(s string, n int) string {

@@ -10,4 +10,12 @@
 // request, the record channel and the mark file (fds 3-5 passed, or FIFOs,
 // or a pod's stdin and log). It is not for deciding what to run or judging
 // answers: that is the engine's.
+//
+// The varied conditions are one table, Varieds (conditions.go): each is one
+// declaration of its name, planned values, who applies it and how (the
+// environment, the container's Conditions, the working directory), how it
+// is checked when read from a report, shown and attributed. The planner,
+// the job builder, attribution, replay's checks and every renderer read
+// that table; a runtime reads only the Conditions it applies, and says in
+// its support list which it cannot.
 package sandbox

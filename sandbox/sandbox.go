@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 )
 
 // Runtime starts probe processes. Every backend passes the same
@@ -187,13 +186,12 @@ func (j *Job) Files() []*os.File {
 
 // Conditions are the container-level varied conditions of one run.
 type Conditions struct {
-	Hostname    string
-	UID, GID    int
-	Umask       uint32
-	Home        string
-	CPUs        string // a cpuset such as "0" or "0-1"; empty: all
-	ClockOffset time.Duration
-	PidFloor    int // raise the first pid of the run above this
+	Hostname string
+	UID, GID int
+	Umask    uint32
+	Home     string
+	CPUs     string // a cpuset such as "0" or "0-1"; empty: all
+	PidFloor int    // raise the first pid of the run above this
 }
 
 // DefaultTmpfsBytes caps each of a probe's tmpfs mounts (/tmp, HOME) when
@@ -217,50 +215,11 @@ type Exit struct {
 	PeakMemory int64 // bytes; 0 when the runtime cannot tell
 }
 
-// Condition names one varied condition, as reports and causes name it.
-type Condition string
-
-// The varied conditions, in the one order everything lists them in.
-const (
-	HashSeed  Condition = "hash-seed"
-	Timezone  Condition = "timezone"
-	Locale    Condition = "locale"
-	Hostname  Condition = "hostname"
-	User      Condition = "user"
-	Umask     Condition = "umask"
-	Cwd       Condition = "cwd"
-	Home      Condition = "home"
-	CPUs      Condition = "cpus"
-	Clock     Condition = "clock"
-	Pid       Condition = "pid"
-	CallOrder Condition = "call-order"
-)
-
-// AllConditions is every varied condition; the engine varies the first
-// three and the call order itself, a runtime the others.
-var AllConditions = []Condition{HashSeed, Timezone, Locale, Hostname, User, Umask, Cwd, Home, CPUs, Clock, Pid, CallOrder}
-
-// EngineConditions are the ones the engine varies on every runtime.
-var EngineConditions = []Condition{HashSeed, Timezone, Locale, CallOrder}
-
-// RuntimeConditions are the ones a runtime applies, or says it cannot.
-var RuntimeConditions = []Condition{Hostname, User, Umask, Cwd, Home, CPUs, Clock, Pid}
-
 // Support is whether a runtime can vary one condition, and why not.
 type Support struct {
 	Condition Condition `json:"condition"`
 	Applied   bool      `json:"applied"`
 	Reason    string    `json:"reason,omitempty"`
-}
-
-// ContainerConditions are the conditions a container runtime varies: all of
-// them.
-func ContainerConditions() []Support {
-	var out []Support
-	for _, c := range RuntimeConditions {
-		out = append(out, Support{Condition: c, Applied: true})
-	}
-	return out
 }
 
 // SystemDirs are the host paths every probe needs, bound read-only at the
@@ -270,11 +229,6 @@ var SystemDirs = []string{"/usr"}
 // ProbeUser names the probe users in the skeleton's /etc/passwd, so the
 // varied uid also varies what getpass.getuser() and pwd report.
 func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }
-
-// ProbeUIDs are the uids a run may take: far from any real user's, so that
-// where there is no user namespace (Docker by default) a probe owns nothing
-// of the host's and reads only what anyone may.
-var ProbeUIDs = []int{61000, 61001, 61002}
 
 // NewMarks makes a job's mark file in dir, with no name: 8 bytes, the
 // little-endian index of the last call started, -1 before the first.

@@ -204,7 +204,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if src.Len() == 0 {
 		// More parts than files: this part scans nothing, and says so.
 		rep := &report.Report{Tool: report.Tool{Name: "nondet-sandbox", Version: version}, Runtime: opts.runtimeName,
-			Python: opts.python, Seed: opts.seed, Targets: args, Runs: []report.RunConditions{}, Skipped: []sandbox.Support{},
+			Python: opts.python, Seed: opts.seed, Targets: args, Runs: []sandbox.RunConditions{}, Skipped: []sandbox.Support{},
 			Modules: []report.Module{}, Functions: []*report.Function{}, Part: part}
 		rep.Finish()
 		return writeReport(out, opts.format, rep, colorful(out))

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"context"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // attribution is the plan that names what moved a group of findings whose
@@ -26,9 +27,51 @@ type attribution struct {
 // when no single flip moves it). A condition whose flip alone moves the
 // witness rung's answer is a cause. reprotest bisects greedily; this is exact, at one
 // interpreter per condition, only when there is a finding.
+//
+// The plan (planAttribution) and the naming (nameCauses) are functions of
+// data; this runs the plan's interpreters between them.
 func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
+	groups := planAttribution(probes, s.runs)
+	// Every group's runs share one pool, so no core idles at a group's end.
+	var tasks []task
+	results := make([]*results, len(groups))
+	for i, g := range groups {
+		shards := planShards(g.probes, s.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
+		for _, sh := range shards {
+			sh.upTo = map[int]int{}
+			for _, p := range sh.Probes {
+				sh.upTo[p.Index] = p.fn.Witness.Rung
+			}
+		}
+		results[i] = s.newRunResults(shards, len(g.runs), ladder)
+		tasks = append(tasks, s.tasks(shards, g.runs, results[i])...)
+	}
+	s.runPool(ctx, tasks)
+	if ctx.Err() != nil {
+		return
+	}
+	for i, g := range groups {
+		res := results[i]
+		for _, p := range g.probes {
+			res.importAnswers(p)
+			f := p.fn
+			causes, note := nameCauses(g.runs, res.calls[p.Index][f.Witness.Rung], firstOf(res.shardError[p.Index]))
+			if note != "" {
+				f.CauseNote = note
+				f.Reason += "; " + note
+			}
+			f.Causes = mergeCauses(causes, f.Causes)
+		}
+	}
+}
+
+// planAttribution groups the cross-run findings by the two runs their
+// witnesses compare and plans each group's runs: the base, two controls,
+// all of the other run's conditions, then one flip per condition the two
+// runs differ in. The clock starts at one instant in every attribution run.
+func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attribution {
 	groups := map[[2]int]*attribution{}
-	var keys [][2]int
+	var out []*attribution
 	for _, p := range probes {
 		w := p.fn.Witness
 		if p.fn.Verdict != VerdictNondeterministic || w == nil || w.Breaker != "" {
@@ -39,9 +82,8 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 		if !ok {
 			g = &attribution{base: key[0], other: key[1]}
 			groups[key] = g
-			keys = append(keys, key)
-			base, other := s.runs[key[0]], s.runs[key[1]]
-			// The clock starts at one instant in every attribution run.
+			out = append(out, g)
+			base, other := runs[key[0]], runs[key[1]]
 			if base.Clock != "" {
 				base.Clock, other.Clock = sandbox.PinnedClock+base.Clock, sandbox.PinnedClock+other.Clock
 			}
@@ -67,72 +109,40 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 		}
 		g.probes = append(g.probes, p)
 	}
-	// Every group's runs share one pool, so no core idles at a group's end.
-	var tasks []task
-	results := map[[2]int]*results{}
-	for _, key := range keys {
-		g := groups[key]
-		shards := planShards(g.probes, s.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
-		for _, sh := range shards {
-			sh.upTo = map[int]int{}
-			for _, p := range sh.Probes {
-				sh.upTo[p.Index] = p.fn.Witness.Rung
-			}
-		}
-		results[key] = s.newRunResults(shards, len(g.runs), ladder)
-		tasks = append(tasks, s.tasks(shards, g.runs, results[key])...)
-	}
-	s.runPool(ctx, tasks)
-	if ctx.Err() != nil {
-		return
-	}
-	for _, key := range keys {
-		s.attributeGroup(groups[key], results[key])
-	}
+	return out
 }
 
 // An attribution group's runs: the base, two controls, all of the other
 // run's conditions, then one flip per differing condition.
 const firstFlip = 4
 
-// attributeGroup names the causes of one group's findings from its runs.
-func (s *scan) attributeGroup(g *attribution, res *results) {
-	for _, p := range g.probes {
-		res.importAnswers(p)
-		f := p.fn
-		w := f.Witness
-		outs := res.calls[p.Index][w.Rung]
-		base, ctrl, ctrl2 := outs[0], outs[1], outs[2]
-		var causes []string
-		switch {
-		case !canonical(base) || !canonical(ctrl) || !canonical(ctrl2):
-			causes = []string{"unattributed"}
-			why := "the witness rung gave no canonical answer in the attribution runs"
-			if fails := res.shardError[p.Index]; len(fails) > 0 {
-				why = "the sandbox could not run them: " + firstOf(fails)
-			}
-			f.CauseNote = "its cause could not be named: " + why
-			f.Reason += "; " + f.CauseNote
-		case base.value != ctrl.value || base.value != ctrl2.value:
-			causes = []string{"process"}
-		default:
-			for slot := firstFlip; slot < len(g.runs); slot++ {
-				if o := outs[slot]; canonical(o) && o.value != base.value {
-					causes = append(causes, strings.TrimPrefix(g.runs[slot].Purpose, "attribute:"))
-				}
-			}
-			if len(causes) == 0 {
-				causes = []string{"unattributed"}
-				if all := outs[firstFlip-1]; canonical(all) && all.value != base.value {
-					f.CauseNote = "no single varied condition moved it alone; the other run's conditions together did"
-				} else {
-					f.CauseNote = "no varied condition moved it when the findings were run again, alone or together: it moves only now and then"
-				}
-				f.Reason += "; " + f.CauseNote
-			}
+// nameCauses names what moved a witness rung from its answers in a
+// group's runs (outs[i] under runs[i]); note, when set, says why no cause
+// could be named. failed is why the sandbox could not run them, or "".
+func nameCauses(runs []sandbox.RunConditions, outs []outcome, failed string) (causes []string, note string) {
+	base, ctrl, ctrl2 := outs[0], outs[1], outs[2]
+	switch {
+	case !canonical(base) || !canonical(ctrl) || !canonical(ctrl2):
+		why := "the witness rung gave no canonical answer in the attribution runs"
+		if failed != "" {
+			why = "the sandbox could not run them: " + failed
 		}
-		f.Causes = mergeCauses(causes, f.Causes)
+		return []string{"unattributed"}, "its cause could not be named: " + why
+	case base.value != ctrl.value || base.value != ctrl2.value:
+		return []string{"process"}, ""
 	}
+	for slot := firstFlip; slot < len(runs); slot++ {
+		if o := outs[slot]; canonical(o) && o.value != base.value {
+			causes = append(causes, strings.TrimPrefix(runs[slot].Purpose, "attribute:"))
+		}
+	}
+	if len(causes) > 0 {
+		return causes, ""
+	}
+	if all := outs[firstFlip-1]; canonical(all) && all.value != base.value {
+		return []string{"unattributed"}, "no single varied condition moved it alone; the other run's conditions together did"
+	}
+	return []string{"unattributed"}, "no varied condition moved it when the findings were run again, alone or together: it moves only now and then"
 }
 
 func canonical(o outcome) bool { return o.kind == answered || o.kind == raisedK }

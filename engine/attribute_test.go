@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// finding is a cross-run finding whose witness compares runs a and b.
+func finding(index, a, b int) *probe {
+	return &probe{Index: index, fn: &report.Function{Verdict: VerdictNondeterministic,
+		Witness: &report.Witness{Answers: []report.Answer{{Run: a, Value: "V:1"}, {Run: b, Value: "V:2"}}}}}
+}
+
+// TestAttributionPlan: findings are grouped by the two runs their
+// witnesses compare; each group runs the base three times, the other run
+// whole, then one flip per condition the two runs differ in, each taking
+// that condition alone from the other run, with the clock pinned. In-process
+// findings and other verdicts are not attributed.
+func TestAttributionPlan(t *testing.T) {
+	runs := planRuns(5, 3, 0, locales{names: []string{"C.UTF-8", sandbox.SecondLocale}}, true, true)
+	repeat := finding(3, 0, 0)
+	repeat.fn.Witness.Breaker = BreakerRepeat
+	det := &probe{Index: 4, fn: &report.Function{Verdict: VerdictDeterministic}}
+	groups := planAttribution([]*probe{finding(0, 0, 1), finding(1, 0, 2), finding(2, 0, 1), repeat, det}, runs)
+	if len(groups) != 2 || len(groups[0].probes) != 2 || len(groups[1].probes) != 1 {
+		t.Fatalf("want groups (0,1) with two findings and (0,2) with one, got %d groups", len(groups))
+	}
+	g := groups[0]
+	base, other := runs[0], runs[1]
+	purposes := []string{}
+	for _, r := range g.runs {
+		purposes = append(purposes, r.Purpose)
+		if r.ID != -1 {
+			t.Errorf("%s: an attribution run is numbered %d", r.Purpose, r.ID)
+		}
+		if r.Clock != "" && !strings.HasPrefix(r.Clock, sandbox.PinnedClock) {
+			t.Errorf("%s: clock %q is not pinned", r.Purpose, r.Clock)
+		}
+	}
+	if !slices.Equal(purposes[:firstFlip], []string{"attribute:base", "attribute:control", "attribute:control", "attribute-all"}) {
+		t.Fatalf("the group starts %v", purposes[:firstFlip])
+	}
+	var flipped []string
+	for _, r := range g.runs[firstFlip:] {
+		name := strings.TrimPrefix(r.Purpose, "attribute:")
+		flipped = append(flipped, name)
+		v, ok := sandbox.VariedCondition(sandbox.Condition(name))
+		if !ok {
+			t.Fatalf("a flip of %q, which is no condition", name)
+		}
+		// The flip takes this condition from the other run and keeps every
+		// other one at the base's (the clock compared unpinned).
+		r.Clock = strings.TrimPrefix(r.Clock, sandbox.PinnedClock)
+		for _, c := range sandbox.Varieds {
+			from := base
+			if c.Name == v.Name {
+				from = other
+			}
+			if !c.Same(r, from) {
+				t.Errorf("flip %s: %s is %q, want %q", name, c.Name, c.Show(r), c.Show(from))
+			}
+		}
+	}
+	var differ []string
+	for _, c := range sandbox.Varieds {
+		if !c.Same(base, other) {
+			differ = append(differ, string(c.Name))
+		}
+	}
+	if !slices.Equal(flipped, differ) {
+		t.Errorf("flips %v, want one per differing condition %v", flipped, differ)
+	}
+}
+
+// TestNameCauses: a cause is a condition whose flip alone moves the
+// answer; controls that disagree are the process; no canonical answer, or
+// no flip that moves it, is unattributed with a note that says which.
+func TestNameCauses(t *testing.T) {
+	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
+		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:locale"}}
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	for _, c := range []struct {
+		name   string
+		outs   []outcome
+		failed string
+		causes []string
+		note   string
+	}{
+		{"one flip", []outcome{v("a"), v("a"), v("a"), v("b"), v("b"), v("a")}, "", []string{"timezone"}, ""},
+		{"two flips", []outcome{v("a"), v("a"), v("a"), v("b"), v("b"), v("c")}, "", []string{"timezone", "locale"}, ""},
+		{"controls disagree", []outcome{v("a"), v("b"), v("a"), v("b"), v("b"), v("a")}, "", []string{"process"}, ""},
+		{"together", []outcome{v("a"), v("a"), v("a"), v("b"), v("a"), v("a")}, "", []string{"unattributed"}, "together did"},
+		{"now and then", []outcome{v("a"), v("a"), v("a"), v("a"), v("a"), v("a")}, "", []string{"unattributed"}, "only now and then"},
+		{"a flip with no answer", []outcome{v("a"), v("a"), v("a"), v("b"), {kind: timedOut}, v("b")}, "", []string{"locale"}, ""},
+		{"no answer", []outcome{{kind: crashed}, v("a"), v("a"), v("b"), v("b"), v("a")}, "", []string{"unattributed"}, "no canonical answer"},
+		{"sandbox failed", []outcome{{kind: notRun}, {kind: notRun}, {kind: notRun}, {}, {}, {}}, "no image", []string{"unattributed"}, "could not run them: no image"},
+	} {
+		causes, note := nameCauses(runs, c.outs, c.failed)
+		if !slices.Equal(causes, c.causes) || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("%s: causes %v, note %q; want %v, a note saying %q", c.name, causes, note, c.causes, c.note)
+		}
+	}
+}

@@ -225,11 +225,8 @@ func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions
 }
 
 // checkNetwork says the worker must check, before anything else, that
-// nothing but loopback is reachable (sandbox.NetworkChecker).
-func (s *scan) checkNetwork() bool {
-	nc, ok := s.opts.Runtime.(sandbox.NetworkChecker)
-	return ok && nc.CheckNetwork()
-}
+// nothing but loopback is reachable (sandbox.Capabilities.CheckNetwork).
+func (s *scan) checkNetwork() bool { return s.opts.Runtime.Capabilities().CheckNetwork }
 
 // requestFile holds a worker's request in a file with no name: the
 // worker reads it as fd 4, and nothing the scanned code can open leads to

@@ -228,10 +228,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	}
 	// A runtime whose image brings its own interpreter runs --python as
 	// the image knows it; every other runtime runs the host's.
-	inImage := false
-	if ii, ok := opts.Runtime.(sandbox.ImageRuntime); ok {
-		inImage = ii.InImage()
-	}
+	inImage := opts.Runtime.Capabilities().InImage
 	python := opts.Python
 	if !inImage {
 		p, err := exec.LookPath(opts.Python)

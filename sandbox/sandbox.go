@@ -21,6 +21,8 @@ type Runtime interface {
 	// Applies says which of the container-level conditions this runtime
 	// varies; a condition it cannot apply comes back with the reason.
 	Applies() []Support
+	// Capabilities says what else sets this runtime apart.
+	Capabilities() Capabilities
 	// Begin prepares what every job of one scan shares (a root skeleton, a
 	// parent cgroup, a state directory) and returns the scan's session,
 	// which runs its jobs and releases it all.
@@ -42,33 +44,31 @@ type Session interface {
 	End(ctx context.Context) error
 }
 
-// ImageRuntime is a runtime whose probes run the interpreter of its image
-// (Docker), not the host's: --python names it as the image knows it.
-type ImageRuntime interface {
-	InImage() bool
-}
-
-// NetworkChecker is a runtime whose probes' lack of a network is not its
-// own doing but its platform's (a Kubernetes cluster's network plugin):
-// the worker checks from inside, before anything scanned runs, that
-// nothing but loopback is reachable, and refuses to go on otherwise.
-type NetworkChecker interface {
-	CheckNetwork() bool
-}
-
-// MarklessRuntime is a runtime whose probes' marks reach no one (on
-// Kubernetes the pod's log is the one way out, and nothing the scanned
-// code can write may reach it): a call that kills the worker's parent is
-// then named from the records alone.
-type MarklessRuntime interface {
-	Markless() bool
-}
-
-// RlimitRuntime is a runtime that holds a process to its limits with
-// rlimits rather than cgroups (rootless): memory runs out as a failed
-// allocation, not as a kill by the OOM killer.
-type RlimitRuntime interface {
-	LimitsByRlimit() bool
+// Capabilities are what sets a runtime apart beyond its conditions, in
+// one place: the engine and the contract suite ask these, never a
+// runtime's name. The zero value is a container runtime that runs the
+// host's interpreter and holds its processes with cgroups.
+type Capabilities struct {
+	// InImage: probes run the interpreter of the runtime's image (Docker,
+	// Kubernetes), not the host's: --python names it as the image knows
+	// it, and the host's /usr is not bound.
+	InImage bool
+	// CheckNetwork: the probes' lack of a network is not the runtime's own
+	// doing but its platform's (a cluster's network plugin): the worker
+	// checks from inside, before anything scanned runs, that nothing but
+	// loopback is reachable, and refuses to go on otherwise.
+	CheckNetwork bool
+	// Markless: the probes' marks reach no one (on Kubernetes the pod's
+	// log is the one way out, and nothing the scanned code writes may reach
+	// it): a call that kills the worker's parent is named from the records
+	// alone.
+	Markless bool
+	// LimitsByRlimit: processes are held to their limits with rlimits, not
+	// cgroups (rootless): memory runs out as a failed allocation, not as a
+	// kill by the OOM killer.
+	LimitsByRlimit bool
+	// PeakMemory: Exit.PeakMemory is measured.
+	PeakMemory bool
 }
 
 // Ending gives a session its End: end runs once, however often End is

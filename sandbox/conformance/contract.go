@@ -69,7 +69,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 			Limits: scan.Limits,
 		}
 		if rt.Isolated() {
-			if _, inImage := rt.(sandbox.ImageRuntime); !inImage {
+			if !rt.Capabilities().InImage {
 				for _, d := range sandbox.SystemDirs {
 					job.Binds = append(job.Binds, sandbox.Bind{Source: d, Target: d})
 				}
@@ -134,8 +134,8 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 		}
 	})
 	t.Run("marks as fd 5", func(t *testing.T) {
-		if ml, ok := rt.(sandbox.MarklessRuntime); ok && ml.Markless() {
-			t.Log("this runtime carries no marks, by design (sandbox.MarklessRuntime)")
+		if rt.Capabilities().Markless {
+			t.Log("this runtime carries no marks, by design (sandbox.Capabilities.Markless)")
 			return
 		}
 		in, err := os.CreateTemp(scratch, "input-")
@@ -199,7 +199,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 	memory := func(t *testing.T) {
 		// 400 MB in a shell variable against a 256 MB limit.
 		exit, recs, err := run(context.Background(), `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x} >&3`)
-		if rl, ok := rt.(sandbox.RlimitRuntime); ok && rl.LimitsByRlimit() {
+		if rt.Capabilities().LimitsByRlimit {
 			// The allocation fails: the shell cannot hold the string.
 			if err != nil || exit == nil || strings.Contains(recs, "400000000") {
 				t.Fatalf("exit %+v, %v, records %q; want the allocation refused", exit, err, recs)
@@ -209,7 +209,7 @@ func Contract(t *testing.T, rt sandbox.Runtime, leftovers func() []string) {
 		if err != nil || exit == nil || !exit.OOMKilled {
 			t.Fatalf("exit %+v, %v; want killed for its memory", exit, err)
 		}
-		if _, isDocker := rt.(sandbox.ImageRuntime); !isDocker && exit.PeakMemory < 100<<20 {
+		if rt.Capabilities().PeakMemory && exit.PeakMemory < 100<<20 {
 			t.Errorf("peak memory %d bytes after filling the limit", exit.PeakMemory)
 		}
 	}

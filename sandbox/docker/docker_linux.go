@@ -78,7 +78,9 @@ func (*Runtime) Name() string   { return "docker" }
 func (*Runtime) Isolated() bool { return true }
 
 // InImage says the interpreter is the image's, not the host's.
-func (*Runtime) InImage() bool { return true }
+// Capabilities: the interpreter is the image's; the engine cannot read a
+// container's peak memory.
+func (*Runtime) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{InImage: true} }
 
 func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 

@@ -91,8 +91,11 @@ func (r *Runtime) Name() string {
 }
 func (*Runtime) Isolated() bool { return true }
 
-// LimitsByRlimit is true in the rootless mode, which has no cgroups.
-func (r *Runtime) LimitsByRlimit() bool { return r.opts.Rootless }
+// Capabilities: the rootless mode, which has no cgroups, holds processes
+// to their limits with rlimits and measures no peak memory.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{LimitsByRlimit: r.opts.Rootless, PeakMemory: !r.opts.Rootless}
+}
 
 func (r *Runtime) Applies() []sandbox.Support {
 	out := sandbox.ContainerConditions()

@@ -25,6 +25,10 @@ func New() *Runtime { return &Runtime{} }
 func (*Runtime) Name() string   { return "host" }
 func (*Runtime) Isolated() bool { return false }
 
+// Capabilities: the peak memory is the process tree's maximum resident
+// set.
+func (*Runtime) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{PeakMemory: true} }
+
 func (*Runtime) Applies() []sandbox.Support {
 	no := func(c sandbox.Condition, why string) sandbox.Support {
 		return sandbox.Support{Condition: c, Reason: why}

@@ -142,17 +142,14 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 func (*Runtime) Name() string   { return "kubernetes" }
 func (*Runtime) Isolated() bool { return true }
 
-// InImage says the interpreter is the image's, as on Docker.
-func (*Runtime) InImage() bool { return true }
-
-// CheckNetwork says the worker must check, from inside, that nothing but
-// loopback is reachable: the cluster's network plugin decides that, not
-// this runtime.
-func (*Runtime) CheckNetwork() bool { return true }
-
-// Markless: the pod's log is the one way out, and the scanned code can
-// write to any descriptor its module's child holds.
-func (*Runtime) Markless() bool { return true }
+// Capabilities: the interpreter is the image's, as on Docker; the worker
+// checks from inside that nothing but loopback is reachable (the cluster's
+// network plugin decides that, not this runtime); and no marks are carried,
+// since the pod's log is the one way out and the scanned code can write to
+// any descriptor its module's child holds.
+func (*Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{InImage: true, CheckNetwork: true, Markless: true}
+}
 
 // Applies: every condition but the CPU set, which a pod cannot choose.
 func (*Runtime) Applies() []sandbox.Support {

@@ -144,6 +144,9 @@ func (*Runtime) Isolated() bool { return true }
 
 func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
 
+// Capabilities: the job's cgroup gives its peak memory.
+func (*Runtime) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{PeakMemory: true} }
+
 // Begin makes the root skeleton, the runtime's state directory and the
 // scan's parent cgroup.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {

@@ -68,24 +68,19 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 			for _, p := range groups[key] {
 				r.importAnswers(p)
 				outs := r.calls[p.Index][p.fn.Witness.Rung]
-				a, b := outs[0], outs[1]
-				switch {
-				case !canonical(a) || !canonical(b):
-					// The lone runs could not answer (the sandbox failed,
-					// the call crashed): the finding stands on the main
-					// runs, and says it was not confirmed.
+				repeat := slices.Contains(breakersOf(r.calls[p.Index]), BreakerRepeat)
+				prev, seen := alone[p.Index]
+				switch judgeAlone(outs[0], outs[1], repeat, prev, seen) {
+				case aloneUnanswered:
+					// The finding stands on the main runs, and says it was
+					// not confirmed.
 					why := "the witness rung gave no canonical answer alone"
 					if fails := r.shardError[p.Index]; len(fails) > 0 {
 						why = "the sandbox could not run it: " + firstOf(fails)
 					}
 					p.fn.Reason += "; it could not be confirmed alone: " + why
-				case a.value != b.value, slices.Contains(breakersOf(r.calls[p.Index]), BreakerRepeat):
-					// Reproduced alone: a fact.
-				case round > 0 && alone[p.Index] != a.value:
-					// Alone, under the same conditions, two answers: the
-					// process itself moves it.
-				default:
-					alone[p.Index] = a.value
+				case aloneAgree:
+					alone[p.Index] = outs[0].value
 					again = append(again, p)
 				}
 			}
@@ -95,6 +90,35 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 	if len(pending) > 0 {
 		s.bisect(ctx, pending, alone, main, ladder)
 	}
+}
+
+// What a pair of lone runs says of a finding.
+type aloneVerdict int
+
+const (
+	// aloneUnanswered: the lone runs could not answer (the sandbox failed,
+	// the call crashed).
+	aloneUnanswered aloneVerdict = iota
+	// aloneReproduced: two answers alone, from the two runs' conditions,
+	// from the repeat breaker, or from one round to the next under the same
+	// conditions (the process itself moves it): a fact.
+	aloneReproduced
+	// aloneAgree: the lone runs agree: try again, or bisect.
+	aloneAgree
+)
+
+// judgeAlone judges one round of a finding's lone runs: a and b are the
+// witness rung's answers under the witness's two runs' conditions, repeat
+// whether the repeat breaker fired, prev (when seen) the answer an earlier
+// round gave alone.
+func judgeAlone(a, b outcome, repeat bool, prev string, seen bool) aloneVerdict {
+	switch {
+	case !canonical(a) || !canonical(b):
+		return aloneUnanswered
+	case a.value != b.value, repeat, seen && prev != a.value:
+		return aloneReproduced
+	}
+	return aloneAgree
 }
 
 // loneShards spreads functions over up to jobs lone shards, so a group's
@@ -252,31 +276,45 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			r.importAnswers(target[i])
 			o := r.calls[target[i].Index][b.p.fn.Witness.Rung][0]
 			moves := canonical(o) && o.value != b.alone
+			done, culprit := b.step(moves)
 			switch {
-			case b.stage == 0 && moves, b.stage == 1 && moves:
-				b.stage, b.lo, b.hi = 2, 0, b.k
-			case b.stage == 0:
-				b.cand, b.k, b.stage = b.before, len(b.before), 1
+			case !done:
 				next = append(next, b)
-				continue
-			case b.stage == 1:
+			case culprit < 0:
 				s.movedBy(b, "")
-				continue
-			case moves:
-				b.hi = b.k
 			default:
-				b.lo = b.k
+				s.movedBy(b, byIndex[culprit].ID)
+				byIndex[culprit].fn.AddMoves(b.p.ID)
 			}
-			if b.hi-b.lo <= 1 {
-				s.movedBy(b, byIndex[b.cand[b.hi-1]].ID)
-				byIndex[b.cand[b.hi-1]].fn.AddMoves(b.p.ID)
-				continue
-			}
-			b.k = (b.lo + b.hi) / 2
-			next = append(next, b)
 		}
 		active = next
 	}
+}
+
+// step takes one step of the search, given whether the calls of cand[:k]
+// before the function moved it: the search goes on, or is done with the
+// culprit (an index of cand's) or none (-1). Its own module's functions
+// are tried first, all at once; then every function before it; the
+// prefix that moves it is then halved to the one function that does.
+func (b *bisection) step(moves bool) (done bool, culprit int) {
+	switch {
+	case b.stage < 2 && moves:
+		b.stage, b.lo, b.hi = 2, 0, b.k
+	case b.stage == 0:
+		b.cand, b.k, b.stage = b.before, len(b.before), 1
+		return false, -1
+	case b.stage == 1:
+		return true, -1
+	case moves:
+		b.hi = b.k
+	default:
+		b.lo = b.k
+	}
+	if b.hi-b.lo <= 1 {
+		return true, b.cand[b.hi-1]
+	}
+	b.k = (b.lo + b.hi) / 2
+	return false, -1
 }
 
 // segment appends to sh a lone run of the run's calls of the given

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestJudge: a verdict from a function's answers alone, without Python. A
+// disagreement across runs or within one process is a witness; a
+// dict-order disagreement is order sensitivity beside the verdict; a
+// function with any answer and no disagreement is deterministic; one whose
+// rungs only raised, had no canonical form or were contained is a look.
+func TestJudge(t *testing.T) {
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	e := outcome{kind: raisedK, value: "E:TypeError"}
+	x := outcome{kind: excluded, detail: "an address"}
+	ladder := [][]string{{"0"}, {"1"}}
+	for _, c := range []struct {
+		name      string
+		rungs     [][]outcome
+		verdict   string
+		reason    string
+		runs      [2]int // the witness's runs, when there is one
+		breaker   string
+		orderOnly bool
+		sensitive bool
+	}{
+		{"across runs", [][]outcome{{v("1"), v("1"), v("1")}, {v("a"), e, v("b")}}, VerdictNondeterministic, "two answers to one input", [2]int{0, 1}, "", false, false},
+		{"order only", [][]outcome{{{kind: answered, value: "V:set[1,2]", free: "V:set[1,2]"}, {kind: answered, value: "V:set[2,1]", free: "V:set[1,2]"}}},
+			VerdictNondeterministic, "different order", [2]int{0, 1}, "", true, false},
+		{"repeat", [][]outcome{{v("1"), {kind: answered, value: "V:1", breaker: BreakerRepeat, value2: "V:2"}}}, VerdictNondeterministic, "two answers", [2]int{1, 1}, BreakerRepeat, false, false},
+		{"dict order", [][]outcome{{v("1"), {kind: answered, value: "V:1", breaker: BreakerDictOrder, value2: "V:2"}}}, VerdictDeterministic, "no run disagreed", [2]int{}, "", false, true},
+		{"deterministic", [][]outcome{{v("1"), v("1")}, {e, e}}, VerdictDeterministic, "raised on 1 of 2 rungs", [2]int{}, "", false, false},
+		{"only raised", [][]outcome{{e, e}, {e, e}}, VerdictLook, "every rung raised", [2]int{}, "", false, false},
+		{"no canonical form", [][]outcome{{x, x}, {x, x}}, VerdictLook, "no answer had a canonical form", [2]int{}, "", false, false},
+		{"contained", [][]outcome{{{kind: timedOut}, {kind: timedOut}}, {{kind: skipped}, {kind: skipped}}}, VerdictLook, "timed out", [2]int{}, "", false, false},
+	} {
+		f := &Function{}
+		judge(f, c.rungs, ladder)
+		if f.Verdict != c.verdict || !strings.Contains(f.Reason, c.reason) {
+			t.Errorf("%s: %s (%s), want %s saying %q", c.name, f.Verdict, f.Reason, c.verdict, c.reason)
+			continue
+		}
+		if (f.OrderSensitive != nil) != c.sensitive {
+			t.Errorf("%s: order sensitive %v, want %v", c.name, f.OrderSensitive != nil, c.sensitive)
+		}
+		if c.verdict != VerdictNondeterministic {
+			if f.Witness != nil {
+				t.Errorf("%s: a witness %+v beside verdict %s", c.name, f.Witness, f.Verdict)
+			}
+			continue
+		}
+		w := f.Witness
+		if w == nil || w.Answers[0].Run != c.runs[0] || w.Answers[1].Run != c.runs[1] || w.Answers[0].Value == w.Answers[1].Value ||
+			w.Breaker != c.breaker || w.OrderOnly != c.orderOnly || len(w.Args) != 1 || w.Args[0] != ladder[w.Rung][0] {
+			t.Errorf("%s: witness %+v", c.name, w)
+		}
+	}
+}

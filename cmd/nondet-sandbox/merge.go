@@ -67,12 +67,12 @@ func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	out, closeOut, err := openOutput(opts.output, stdout)
+	out, err := openOutput(opts.output, stdout)
 	if err != nil {
 		return err
 	}
-	defer closeOut()
-	if err := writeReport(out, opts.format, rep, colorful(out)); err != nil {
+	defer out.abort()
+	if err := out.report(opts.format, rep); err != nil {
 		return err
 	}
 	if len(rep.Failing()) > 0 {

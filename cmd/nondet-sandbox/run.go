@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -52,7 +53,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.sandboxOptions.AddFlags(fs)
 	o.callOptions.AddFlags(fs)
 	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
-	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
+	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
@@ -195,19 +196,20 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		}
 	}
 	// The report's file is opened before the scan, so a path that cannot
-	// be written fails at once, not after every probe has run.
-	out, closeOut, err := openOutput(opts.output, stdout)
+	// be written fails at once, not after every probe has run; it replaces
+	// the old one only once the whole report is written.
+	out, err := openOutput(opts.output, stdout)
 	if err != nil {
 		return err
 	}
-	defer closeOut()
+	defer out.abort()
 	if src.Len() == 0 {
 		// More parts than files: this part scans nothing, and says so.
 		rep := &report.Report{Tool: report.Tool{Name: "nondet-sandbox", Version: version}, Runtime: opts.runtimeName,
 			Python: opts.python, Seed: opts.seed, Targets: args, Runs: []sandbox.RunConditions{}, Skipped: []sandbox.Support{},
 			Modules: []report.Module{}, Functions: []*report.Function{}, Part: part}
 		rep.Finish()
-		return writeReport(out, opts.format, rep, colorful(out))
+		return out.report(opts.format, rep)
 	}
 	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
@@ -253,7 +255,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if base != nil {
 		rep.ApplyBaseline(base)
 	}
-	if err := writeReport(out, opts.format, rep, colorful(out)); err != nil {
+	if err := out.report(opts.format, rep); err != nil {
 		return err
 	}
 	if len(rep.Failing()) > 0 {
@@ -262,16 +264,49 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	return nil
 }
 
-// openOutput opens -o's file (stdout when none) for a report.
-func openOutput(path string, stdout io.Writer) (io.Writer, func(), error) {
+// output is where a report goes: standard output, or -o's file. The file
+// is written atomically: a temporary file in the same folder, renamed over
+// the path only once the whole report is written, so a scan that is
+// interrupted or fails leaves the previous report as it was.
+type output struct {
+	w       io.Writer
+	pending *renameio.PendingFile
+}
+
+// openOutput opens -o's file (stdout when none) for a report. Opening
+// first makes a folder that cannot be written fail at once, not after
+// every probe has run.
+func openOutput(path string, stdout io.Writer) (*output, error) {
 	if path == "" {
-		return stdout, func() {}, nil
+		return &output{w: stdout}, nil
 	}
-	f, err := os.Create(path)
+	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)),
+		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
-		return nil, nil, usageErrorf("--output: %v", err)
+		return nil, usageErrorf("--output: %v", err)
 	}
-	return f, func() { f.Close() }, nil
+	return &output{w: f, pending: f}, nil
+}
+
+// report writes rep in format and, for a file, puts it in place.
+func (o *output) report(format string, rep *report.Report) error {
+	if err := writeReport(o.w, format, rep, colorful(o.w)); err != nil {
+		return err
+	}
+	if o.pending == nil {
+		return nil
+	}
+	if err := o.pending.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	return nil
+}
+
+// abort drops a file that was not put in place; after report, nothing.
+func (o *output) abort() {
+	if o.pending != nil {
+		_ = o.pending.Cleanup()
+	}
 }
 
 // writeReport writes rep in one of formats; text in colour when color.

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
+)
+
+// TestOutputIsNeverLost: -o replaces the old report only with a whole new
+// one. A scan that is interrupted leaves the old file as it was, and no
+// temporary file beside it; a scan that ends puts the new report in place,
+// keeping the old file's permissions.
+func TestOutputIsNeverLost(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "baseline.json")
+	old := []byte(`{"the": "committed baseline"}`)
+	if err := os.WriteFile(path, old, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	only := func(want []byte) {
+		t.Helper()
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("the folder holds %v, want only baseline.json", names)
+		}
+		if got, _ := os.ReadFile(path); want != nil && !bytes.Equal(got, want) {
+			t.Errorf("baseline.json is %q, want %q", got, want)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opts := testOptions(t, "host", 3)
+	opts.output = path
+	err := runRun(ctx, opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || errors.Is(err, errFindings) {
+		t.Fatalf("an interrupted scan: %v", err)
+	}
+	only(old)
+
+	testenv.Integration(t)
+	if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py::epoch_year"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+		t.Fatalf("a scan with a finding: %v", err)
+	}
+	only(nil)
+	data, _ := os.ReadFile(path)
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Function("known.py::epoch_year") == nil {
+		t.Fatalf("the new report does not read: %v\n%.200s", err, data)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("the report's mode is %v, want the old file's 0640 (%v)", fi.Mode().Perm(), err)
+	}
+}

@@ -22,6 +22,7 @@ const (
 	exitClean    = 0 // no findings
 	exitFindings = 1 // at least one nondeterministic function
 	exitUsage    = 2 // bad usage or unusable input
+	exitUnjudged = 3 // no findings, but a module could not be read or parsed, or a named function was not probed
 	exitEmpty    = 5 // no Python file under the targets (as pytest's "no tests collected")
 	exitSignal   = 130
 )
@@ -29,6 +30,10 @@ const (
 // errFindings is returned by a scan that found something: not a failure,
 // but the exit status says so.
 var errFindings = errors.New("findings")
+
+// errUnjudged is returned by a scan with no findings that could not judge
+// all it was given: a clean report would overstate what was checked.
+var errUnjudged = errors.New("a clean report would overstate what was checked")
 
 func main() {
 	reexec()
@@ -52,6 +57,9 @@ func exitCode(ctx context.Context, err error) int {
 		return exitClean
 	case errors.Is(err, errFindings):
 		return exitFindings
+	case errors.Is(err, errUnjudged):
+		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
+		return exitUnjudged
 	case errors.Is(err, engine.ErrNoSources):
 		fmt.Fprintln(os.Stderr, "nondet-sandbox: "+err.Error())
 		return exitEmpty

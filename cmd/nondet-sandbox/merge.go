@@ -78,5 +78,8 @@ func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Wri
 	if len(rep.Failing()) > 0 {
 		return errFindings
 	}
+	if u := unjudged(rep, nil); len(u) > 0 {
+		return unjudgedError(u)
+	}
 	return nil
 }

@@ -14,7 +14,9 @@ conditions, and reports the functions whose canonical answers disagreed, each
 with a witness: the input, the two answers and the conditions of both runs.
 
 Exit status: 0 no findings, 1 findings, 2 bad usage or unusable input,
-5 no Python file under the given paths.`,
+3 no findings but something could not be judged (a module that does not
+read or parse, a named function that was not probed), 5 no Python file
+under the given paths, 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

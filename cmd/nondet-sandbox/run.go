@@ -261,7 +261,48 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if len(rep.Failing()) > 0 {
 		return errFindings
 	}
+	if u := unjudged(rep, targets); len(u) > 0 {
+		return unjudgedError(u)
+	}
 	return nil
+}
+
+// unjudgedError says what could not be judged, one line each, and why the
+// exit status is not 0.
+func unjudgedError(items []string) error {
+	var b strings.Builder
+	for _, u := range items {
+		// Each line of the message starts as the first does.
+		b.WriteString("not judged: " + report.TerminalSafe(u) + "\nnondet-sandbox: ")
+	}
+	return fmt.Errorf("%sno findings, but %d could not be judged (exit status %d); fix them, or leave them out of the targets (--exclude): %w",
+		b.String(), len(items), exitUnjudged, errUnjudged)
+}
+
+// unjudged lists what a scan was given and could not judge: the modules
+// that could not be read or parsed, and the functions named on the
+// command line (FILE::function) that were not probed, with why.
+func unjudged(rep *report.Report, targets []engine.Target) []string {
+	var out []string
+	for _, m := range rep.Modules {
+		switch m.Status {
+		case "unparseable", "unreadable", "too-large":
+			out = append(out, fmt.Sprintf("%s: %s: %s", m.Path, m.Status, m.Error))
+		}
+	}
+	for _, f := range rep.Functions {
+		if f.Verdict != report.VerdictNotProbed {
+			continue
+		}
+		path, name := report.SplitID(f.ID)
+		for _, t := range targets {
+			if t.Func == name && (filepath.ToSlash(t.Path) == path || strings.HasSuffix(filepath.ToSlash(t.Path), "/"+path)) {
+				out = append(out, fmt.Sprintf("%s: not probed: %s", f.ID, f.Reason))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // output is where a report goes: standard output, or -o's file. The file

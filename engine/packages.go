@@ -445,7 +445,7 @@ func PackageTargets(pkgs []Package) []Target {
 			if refuseTop(p.Site, top) != "" {
 				continue
 			}
-			out = append(out, Target{Arg: p.Site, Base: p.Site, Path: filepath.Join(p.Site, top)})
+			out = append(out, Target{Arg: p.Site, Base: p.Site, Path: filepath.Join(p.Site, top), Installed: true})
 		}
 	}
 	return out

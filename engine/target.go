@@ -1,15 +1,19 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
+	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Target is one command-line argument: a directory, a .py file, or
@@ -19,6 +23,9 @@ type Target struct {
 	Base string // absolute folder that report ids are relative to
 	Path string // absolute file or directory
 	Func string // set for FILE::function
+	// Installed marks an installed distribution's folder (--package): it is
+	// read whole, without the project's default excludes or .gitignore.
+	Installed bool
 }
 
 // ParseTarget checks one argument and says what to do when it is wrong.
@@ -164,9 +171,58 @@ func matchAny(patterns []string, rel string, dirs bool) bool {
 	return false
 }
 
+// DefaultExcludes are the folders a walk of a project never enters below
+// a target, as ruff's defaults: virtual environments and what they
+// install, build output, other ecosystems' trees. Hidden folders (.venv,
+// .tox, .nox, .git) are skipped anyway, and so is any folder holding a
+// pyvenv.cfg (a virtual environment under another name). A folder named
+// as a target is read.
+var DefaultExcludes = []string{"venv", "build", "dist", "site-packages", "__pypackages__", "node_modules", "_build", "buck-out"}
+
+// skipDir says whether a walk of a project leaves out the folder at path.
+func skipDir(path, name string) bool {
+	if name == "__pycache__" || strings.HasPrefix(name, ".") || slices.Contains(DefaultExcludes, name) {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(path, "pyvenv.cfg"))
+	return err == nil
+}
+
+// gitIgnored lists the files git ignores under dir (.gitignore, the
+// repository's info/exclude, the user's excludes file), as absolute paths;
+// nil when dir is in no work tree or git is missing. Files, not folders:
+// git does not name an ignored file inside a folder it does not track
+// (--directory), which a new project's folders all are.
+// The tree may be hostile: git runs with its file-system monitor off (a
+// repository's config could name a program for it), and reads no file's
+// content.
+func gitIgnored(ctx context.Context, dir string) map[string]bool {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "-C", dir,
+		"ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	ignored := map[string]bool{}
+	for _, rel := range strings.Split(string(out), "\x00") {
+		if rel == "" {
+			continue
+		}
+		ignored[filepath.Join(dir, filepath.FromSlash(rel))] = true
+	}
+	return ignored
+}
+
 // findSources walks the targets. Symlinked directories (and so symlink
-// loops), hidden directories, __pycache__ and non-.py files are skipped
-// without a word; duplicates across targets are listed once. The .py
+// loops), hidden directories, __pycache__, the default excludes, what git
+// ignores and non-.py files are skipped without a word (an installed
+// package's folder is read whole); duplicates across targets are listed
+// once. The .py
 // files the filter leaves out are returned too (relative to their target,
 // slash-separated): a config that came with the tree may have set the
 // filter, so the report lists what it hid.
@@ -192,6 +248,10 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 			add(t, t.Path)
 			continue
 		}
+		var ignored map[string]bool
+		if !t.Installed {
+			ignored = gitIgnored(context.Background(), t.Path)
+		}
 		err = filepath.WalkDir(t.Path, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if d != nil && d.IsDir() && path != t.Path {
@@ -201,12 +261,15 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 			}
 			name := d.Name()
 			if d.IsDir() {
-				if path != t.Path && (name == "__pycache__" || strings.HasPrefix(name, ".")) {
+				if path == t.Path {
+					return nil
+				}
+				if name == "__pycache__" || strings.HasPrefix(name, ".") || (!t.Installed && skipDir(path, name)) {
 					return fs.SkipDir
 				}
 				return nil
 			}
-			if !strings.HasSuffix(name, ".py") {
+			if !strings.HasSuffix(name, ".py") || ignored[path] {
 				return nil
 			}
 			if !filter.keeps(path) {

@@ -36,6 +36,9 @@ func runDoctor(ctx context.Context, opts doctorOptions, stdout, stderr io.Writer
 	if opts.format != "text" && opts.format != "json" {
 		return usageErrorf("--format %q: choose text or json", opts.format)
 	}
+	if err := opts.sandboxOptions.check(); err != nil {
+		return err
+	}
 	opts.notes = stderr
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {

@@ -78,3 +78,39 @@ func TestBrokenFileDoesNotPass(t *testing.T) {
 		}
 	}
 }
+
+// TestNumericFlagsAreChecked: a numeric flag out of its range is refused
+// before anything runs, with exit status 2 and a message that names the
+// flag and says what to write, on every command that takes it.
+func TestNumericFlagsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		says  string
+	}{
+		{[]string{"--pids", "0"}, "--pids 0: at least"},
+		{[]string{"--pids", "-5"}, "--pids -5: at least"},
+		{[]string{"--cpus", "-1"}, "--cpus -1: 0 for no quota"},
+		{[]string{"--memory", "10"}, "write it with a unit"},
+		{[]string{"--call-timeout", "-1s"}, "--call-timeout -1s: a positive duration"},
+		{[]string{"--call-timeout", "0s"}, "--call-timeout 0s: a positive duration"},
+		{[]string{"--smell-runs", "-1"}, "--smell-runs -1: 0 for none"},
+		{[]string{"--jobs", "0"}, "--jobs 0: at least 1"},
+		{[]string{"--runs", "1"}, "--runs 1: at least 2"},
+	} {
+		commands := [][]string{{"run", "../../fixtures/known.py"}, {"replay", "--report", "no-such.json", "a.py::f"}, {"doctor"}}
+		for _, cmd := range commands {
+			args := append(append([]string{cmd[0]}, c.flags...), cmd[1:]...)
+			root := newRootCommand()
+			root.SetArgs(args)
+			root.SetOut(&bytes.Buffer{})
+			root.SetErr(&bytes.Buffer{})
+			err := root.ExecuteContext(context.Background())
+			if err != nil && strings.Contains(err.Error(), "unknown flag") {
+				continue // this command does not take it
+			}
+			if err == nil || !strings.Contains(err.Error(), c.says) || exitCode(context.Background(), err) != exitUsage {
+				t.Errorf("%v: want exit 2 saying %q, got %v", args, c.says, err)
+			}
+		}
+	}
+}

@@ -86,6 +86,37 @@ func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU time of each interpreter in a container, in cores (0.5: half of one); 0: no quota")
 }
 
+// minMemory and minPids are the least an interpreter running the worker
+// needs: below them every probe fails, and the message should say so first.
+const (
+	minMemory = 32 << 20
+	minPids   = 8
+)
+
+// check says what is wrong with a limit the user gave, and what to write.
+func (o *sandboxOptions) check() error {
+	switch {
+	case o.memory < minMemory:
+		return usageErrorf("--memory %d: %d bytes is too little for an interpreter (at least 32MiB); write it with a unit: 512MiB, 2GiB", o.memory, o.memory)
+	case o.pids < minPids:
+		return usageErrorf("--pids %d: at least %d (an interpreter, the worker's child per module, and their threads)", o.pids, minPids)
+	case o.cpus < 0:
+		return usageErrorf("--cpus %g: 0 for no quota, or a positive number of cores (0.5: half of one)", o.cpus)
+	}
+	return nil
+}
+
+// check says what is wrong with a call setting the user gave.
+func (o *callOptions) check() error {
+	switch {
+	case o.jobs < 1:
+		return usageErrorf("--jobs %d: at least 1", o.jobs)
+	case o.callTimeout <= 0:
+		return usageErrorf("--call-timeout %v: a positive duration (10s, 1m)", o.callTimeout)
+	}
+	return nil
+}
+
 // limits are the per-interpreter limits the flags ask for.
 func (o *sandboxOptions) limits() sandbox.Limits {
 	return sandbox.Limits{MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus}

@@ -58,6 +58,12 @@ func newReplayCommand() *cobra.Command {
 // scan writes); where and with what the function runs is this command's
 // own choice, its flags or their defaults, never the report's.
 func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stderr io.Writer) error {
+	if err := opts.sandboxOptions.check(); err != nil {
+		return err
+	}
+	if err := opts.callOptions.check(); err != nil {
+		return err
+	}
 	rep, err := readReport(opts.report, "--report")
 	if err != nil {
 		return err

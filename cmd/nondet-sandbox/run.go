@@ -152,8 +152,14 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if opts.runs < 2 {
 		return usageErrorf("--runs %d: at least 2 runs are needed to compare answers", opts.runs)
 	}
-	if opts.jobs < 1 {
-		return usageErrorf("--jobs %d: at least 1", opts.jobs)
+	if opts.smellRuns < 0 {
+		return usageErrorf("--smell-runs %d: 0 for none, or a positive count", opts.smellRuns)
+	}
+	if err := opts.sandboxOptions.check(); err != nil {
+		return err
+	}
+	if err := opts.callOptions.check(); err != nil {
+		return err
 	}
 	part, err := parseShard(opts.shard, opts.seed)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+	"github.com/spf13/pflag"
 )
 
 // TestFixtureVerdictsSameOnEveryRuntime: the labelled fixtures get the
@@ -94,7 +95,9 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 // and exit status 2.
 func TestDockerUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	opts := runOptions{format: "text", runs: 3}
+	var opts runOptions
+	opts.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	opts.format, opts.runs = "text", 3
 	opts.runtimeName, opts.jobs, opts.image = "docker", 1, docker.DefaultImage
 	err := runRun(context.Background(), opts, []string{"../../fixtures/known.py"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if code := exitCode(context.Background(), err); code != 2 {

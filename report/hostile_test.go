@@ -225,7 +225,16 @@ func noCommands(t *testing.T, format, out string, allowed ...string) {
 func checkText(t *testing.T, r *Report) {
 	t.Helper()
 	var b strings.Builder
-	if err := WriteText(&b, r); err != nil {
+	if err := WriteConcise(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if bad := controls(b.String()); len(bad) > 0 {
+		t.Errorf("control characters in the concise output: %v\n%q", bad, b.String())
+	}
+	noCommands(t, "concise", b.String())
+	b.Reset()
+	// Every deterministic function listed: each id is rendered.
+	if err := WriteTextWith(&b, r, TextOptions{Deterministic: true}); err != nil {
 		t.Fatal(err)
 	}
 	if bad := controls(b.String()); len(bad) > 0 {

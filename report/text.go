@@ -26,8 +26,29 @@ func WriteText(w io.Writer, r *Report) error { return WriteTextColor(w, r, false
 // WriteTextColor is WriteText, in colour when color is set (a terminal
 // that has not asked for none: NO_COLOR, TERM=dumb).
 func WriteTextColor(w io.Writer, r *Report, color bool) error {
+	return WriteTextWith(w, r, TextOptions{Color: color})
+}
+
+// TextOptions say how the text report reads.
+type TextOptions struct {
+	// Color writes terminal colours.
+	Color bool
+	// Deterministic lists every deterministic function; without it they
+	// are counted, and only those with a fact beside the verdict (moved by
+	// another function, or moving one) are listed.
+	Deterministic bool
+}
+
+// listedIDs bounds the ids a group of looks or functions not probed lists
+// in text; the JSON report lists them all.
+const listedIDs = 8
+
+// WriteTextWith is WriteText as opts say. Every finding's runs are
+// described once, at the top; a finding names the conditions that moved
+// it with their two values.
+func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	var out strings.Builder
-	p := &printer{w: &out, color: color}
+	p := &printer{w: &out, color: opts.Color}
 	p.f("nondet-sandbox %s · runtime %s · %d runs · seed %d · %d interpreters started\n",
 		r.Tool.Version, r.Runtime, len(r.Runs), r.Seed, r.Processes)
 	if r.CallerHashSeed != "" {
@@ -37,6 +58,7 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 		p.f("note: %s not varied: %s\n", s.Condition, s.Reason)
 	}
 	findings := r.Findings()
+	p.runs(r, findings)
 	head := green
 	if len(findings) > 0 {
 		head = red
@@ -59,7 +81,7 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 		if wt == nil || len(wt.Answers) < 2 {
 			p.f("         (the report holds no witness)\n")
 		} else {
-			p.witness(r, wt)
+			p.witness(r, wt, f.Causes)
 		}
 		if d := describeCauses(f.Causes); d != "" {
 			p.f("         %s\n", d)
@@ -100,28 +122,28 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 				clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60))
 		}
 	}
-	groups := []struct{ verdict, title string }{
-		{VerdictDeterministic, "deterministic — no run disagreed, which is not a guarantee"},
-		{VerdictLook, "look — the ladder never reached the body"},
-		{VerdictNotProbed, "not probed"},
+	var det []*Function
+	all := 0
+	for _, f := range r.Functions {
+		if f.Verdict == VerdictDeterministic {
+			all++
+			if opts.Deterministic || f.MovedBy != nil || len(f.Moves) > 0 {
+				det = append(det, f)
+			}
+		}
 	}
-	for _, g := range groups {
-		var fs []*Function
-		for _, f := range r.Functions {
-			if f.Verdict == g.verdict {
-				fs = append(fs, f)
-			}
+	if all > 0 {
+		p.f("\n%sdeterministic — no run disagreed, which is not a guarantee — %d%s", p.on(green), all, p.on(reset))
+		switch {
+		case len(det) == all:
+			p.f("\n")
+		case len(det) > 0:
+			p.f(" (these %d with a fact beside the verdict; --show deterministic lists every one)\n", len(det))
+		default:
+			p.f(" (--show deterministic lists them)\n")
 		}
-		if len(fs) == 0 {
-			continue
-		}
-		p.f("\n%s%s — %d%s\n", p.on(groupColor[g.verdict]), g.title, len(fs), p.on(reset))
-		for _, f := range fs {
-			reason := f.Reason
-			if g.verdict == VerdictDeterministic {
-				reason = strings.TrimPrefix(reason, "no run disagreed; not a guarantee; ")
-			}
-			p.f("  %-40s %s\n", f.ID, reason)
+		for _, f := range det {
+			p.f("  %-40s %s\n", f.ID, strings.TrimPrefix(f.Reason, "no run disagreed; not a guarantee; "))
 			if m := f.MovedBy; m != nil {
 				who := m.Culprit
 				if who == "" {
@@ -134,6 +156,28 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 			}
 			p.smells(f)
 			p.contained(f)
+		}
+	}
+	// Looks and functions not probed, grouped by what stopped them.
+	for _, g := range []struct{ verdict, title string }{
+		{VerdictLook, "look — the ladder never reached the body"},
+		{VerdictNotProbed, "not probed"},
+	} {
+		groups := groupByReason(r.Functions, g.verdict)
+		n := 0
+		for _, gr := range groups {
+			n += len(gr.IDs)
+		}
+		if n == 0 {
+			continue
+		}
+		p.f("\n%s%s — %d%s\n", p.on(groupColor[g.verdict]), g.title, n, p.on(reset))
+		for _, gr := range groups {
+			shown, more := gr.IDs[:min(len(gr.IDs), listedIDs)], ""
+			if len(gr.IDs) > len(shown) {
+				more = fmt.Sprintf(", and %d more", len(gr.IDs)-len(shown))
+			}
+			p.f("  %d: %s\n         %s%s\n", len(gr.IDs), gr.Reason, strings.Join(shown, ", "), more)
 		}
 	}
 	var bad []string
@@ -170,9 +214,6 @@ func WriteTextColor(w io.Writer, r *Report, color bool) error {
 	}
 	if c.OrderSensitive > 0 || c.MovedByOthers > 0 {
 		p.f("beside the verdicts: %d order-sensitive · %d moved only by state other functions left\n", c.OrderSensitive, c.MovedByOthers)
-	}
-	if len(c.Looks) > 0 {
-		p.f("looks: %s\n", strings.Join(c.Looks, ", "))
 	}
 	if p.err != nil {
 		return p.err
@@ -218,8 +259,9 @@ func notCommands(text string) string {
 }
 
 // witness prints a finding's input, its two answers and the runs that
-// gave them.
-func (p *printer) witness(r *Report, wt *Witness) {
+// gave them: for two runs, the conditions among its causes, with the value
+// each run had.
+func (p *printer) witness(r *Report, wt *Witness, causes []string) {
 	order := ""
 	if wt.OrderOnly {
 		order = "   (order only)"
@@ -228,12 +270,50 @@ func (p *printer) witness(r *Report, wt *Witness) {
 		clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
 	switch wt.Breaker {
 	case BreakerRepeat:
-		p.f("         both in run %d, calling twice with the same input: %s\n", wt.Answers[0].Run, r.run(wt.Answers[0].Run).Describe())
+		p.f("         both in run %d, calling twice with the same input\n", wt.Answers[0].Run)
 	case BreakerOrderFree:
-		p.f("         both in run %d, the second with the argument declared order-free reversed: %s\n", wt.Answers[0].Run, r.run(wt.Answers[0].Run).Describe())
+		p.f("         both in run %d, the second with the argument declared order-free reversed\n", wt.Answers[0].Run)
 	default:
-		for _, a := range wt.Answers {
-			p.f("         run %d: %s\n", a.Run, r.run(a.Run).Describe())
+		a, b := r.run(wt.Answers[0].Run), r.run(wt.Answers[1].Run)
+		var moved []string
+		for _, c := range causes {
+			if v, ok := sandbox.VariedCondition(sandbox.Condition(c)); ok && !v.Same(a, b) {
+				moved = append(moved, fmt.Sprintf("%s %s → %s", v.Label, shown(v.Show(a)), shown(v.Show(b))))
+			}
+		}
+		if len(moved) == 0 {
+			p.f("         runs %d and %d\n", a.ID, b.ID)
+		} else {
+			p.f("         runs %d and %d: %s\n", a.ID, b.ID, strings.Join(moved, ", "))
+		}
+	}
+}
+
+// shown is a condition's value in a sentence: "none" when it has none.
+func shown(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// runs describes, once, every run a finding's witness names.
+func (p *printer) runs(r *Report, findings []*Function) {
+	named := map[int]bool{}
+	for _, f := range findings {
+		if f.Witness != nil {
+			for _, a := range f.Witness.Answers {
+				named[a.Run] = true
+			}
+		}
+	}
+	if len(named) == 0 {
+		return
+	}
+	p.f("runs the witnesses name:\n")
+	for i := range r.Runs {
+		if named[r.Runs[i].ID] {
+			p.f("  run %d: %s\n", r.Runs[i].ID, r.Runs[i].Describe())
 		}
 	}
 }
@@ -397,4 +477,28 @@ func describeCauses(c []string) string {
 		return ""
 	}
 	return fmt.Sprintf("causes: %s", strings.Join(c, ", "))
+}
+
+// WriteConcise writes one line per finding, as linters print theirs:
+// FILE:LINE: causes: id, with the location from the repository root.
+func WriteConcise(w io.Writer, r *Report) error {
+	var out strings.Builder
+	p := &printer{w: &out}
+	where := r.locator()
+	for _, f := range r.Findings() {
+		causes := strings.Join(f.Causes, ",")
+		if causes == "" {
+			causes = "nondeterministic"
+		}
+		known := ""
+		if f.InBaseline {
+			known = " (in the baseline)"
+		}
+		p.f("%s:%d: %s: %s%s\n", where(f.ID), max(f.Line, 1), causes, f.ID, known)
+	}
+	if p.err != nil {
+		return p.err
+	}
+	_, err := io.WriteString(w, notCommands(out.String()))
+	return err
 }

@@ -17,10 +17,12 @@ import (
 type mergeOptions struct {
 	format string
 	output string
+	show   []string
 }
 
 func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif, github, junit or html")
+	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise, json, sarif, github, junit or html")
+	fs.StringSliceVar(&o.show, "show", nil, "with --format text, also list: deterministic")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
 }
 
@@ -52,6 +54,9 @@ func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Wri
 	if !slices.Contains(formats, opts.format) {
 		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
 	}
+	if err := checkShow(opts.show); err != nil {
+		return err
+	}
 	var parts []*report.Report
 	for _, path := range args {
 		rep, err := readReport(path, "merge")
@@ -72,6 +77,7 @@ func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Wri
 		return err
 	}
 	defer out.abort()
+	out.show = opts.show
 	if err := out.report(opts.format, rep); err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ type runOptions struct {
 	callOptions
 	format    string
 	output    string
+	show      []string
 	runs      int
 	seed      uint64
 	private   bool
@@ -46,13 +47,28 @@ type runOptions struct {
 }
 
 // formats are --format's values for a scan's report.
-var formats = []string{"text", "json", "sarif", "github", "junit", "html"}
+var formats = []string{"text", "concise", "json", "sarif", "github", "junit", "html"}
+
+// showable are --show's values: what the text report lists beside the
+// findings when asked.
+var showable = []string{"deterministic"}
+
+// checkShow says what is wrong with --show's values.
+func checkShow(show []string) error {
+	for _, s := range show {
+		if !slices.Contains(showable, s) {
+			return usageErrorf("--show %q: choose %s", s, strings.Join(showable, ", "))
+		}
+	}
+	return nil
+}
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
 	o.sandboxOptions.AddFlags(fs)
 	o.callOptions.AddFlags(fs)
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
+	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise (one line per finding), json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
+	fs.StringSliceVar(&o.show, "show", nil, "with --format text, also list: deterministic (every deterministic function; they are counted anyway)")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter: FILE.py::function:parameter (repeatable)")
@@ -149,6 +165,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if !slices.Contains(formats, opts.format) {
 		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
 	}
+	if err := checkShow(opts.show); err != nil {
+		return err
+	}
 	if opts.runs < 2 {
 		return usageErrorf("--runs %d: at least 2 runs are needed to compare answers", opts.runs)
 	}
@@ -209,6 +228,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		return err
 	}
 	defer out.abort()
+	out.show = opts.show
 	if src.Len() == 0 {
 		// More parts than files: this part scans nothing, and says so.
 		rep := &report.Report{Tool: report.Tool{Name: "nondet-sandbox", Version: version}, Runtime: opts.runtimeName,
@@ -318,6 +338,7 @@ func unjudged(rep *report.Report, targets []engine.Target) []string {
 type output struct {
 	w       io.Writer
 	pending *renameio.PendingFile
+	show    []string // --show
 }
 
 // openOutput opens -o's file (stdout when none) for a report. Opening
@@ -337,7 +358,8 @@ func openOutput(path string, stdout io.Writer) (*output, error) {
 
 // report writes rep in format and, for a file, puts it in place.
 func (o *output) report(format string, rep *report.Report) error {
-	if err := writeReport(o.w, format, rep, colorful(o.w)); err != nil {
+	text := report.TextOptions{Color: colorful(o.w), Deterministic: slices.Contains(o.show, "deterministic")}
+	if err := writeReport(o.w, format, rep, text); err != nil {
 		return err
 	}
 	if o.pending == nil {
@@ -357,8 +379,10 @@ func (o *output) abort() {
 }
 
 // writeReport writes rep in one of formats; text in colour when color.
-func writeReport(w io.Writer, format string, rep *report.Report, color bool) error {
+func writeReport(w io.Writer, format string, rep *report.Report, text report.TextOptions) error {
 	switch format {
+	case "concise":
+		return report.WriteConcise(w, rep)
 	case "json":
 		return report.WriteJSON(w, rep)
 	case "sarif":
@@ -370,7 +394,7 @@ func writeReport(w io.Writer, format string, rep *report.Report, color bool) err
 	case "html":
 		return report.WriteHTML(w, rep)
 	}
-	return report.WriteTextColor(w, rep, color)
+	return report.WriteTextWith(w, rep, text)
 }
 
 // colorful says whether w is a terminal that takes colour: not when

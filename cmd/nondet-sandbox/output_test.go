@@ -7,7 +7,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
@@ -61,5 +63,26 @@ func TestOutputIsNeverLost(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Errorf("the report's mode is %v, want the old file's 0640 (%v)", fi.Mode().Perm(), err)
+	}
+}
+
+// TestPlainProgress: where standard error is not a terminal (a CI log),
+// progress is a plain line at the first interpreter and then at most one
+// per interval, with the count, the share and an estimate of what is left.
+func TestPlainProgress(t *testing.T) {
+	var b bytes.Buffer
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	progress := plainProgress(&b, now, 10*time.Second)
+	for done := 1; done <= 40; done++ {
+		clock = clock.Add(time.Second) // one interpreter a second
+		progress(done, 40)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("40 seconds gave %d lines, want 4 (at 1s, 11s, 21s, 31s):\n%s", len(lines), b.String())
+	}
+	if want := "nondet-sandbox: probing: 11 of 40 interpreters (27%), about 29s left"; lines[1] != want {
+		t.Errorf("line 2 is %q, want %q", lines[1], want)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/renameio/v2"
 	"github.com/schollz/progressbar/v3"
@@ -259,7 +261,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),
 	}
-	if !opts.quiet && isTerminal(stderr) && os.Getenv("TERM") != "dumb" {
+	switch {
+	case opts.quiet:
+	case isTerminal(stderr) && os.Getenv("TERM") != "dumb":
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("probing"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
 		eo.Progress = func(done, planned int) {
@@ -267,6 +271,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 			_ = bar.Set(done)
 		}
 		defer bar.Finish()
+	default:
+		// A CI log: a plain line at most every progressEvery.
+		eo.Progress = plainProgress(stderr, time.Now, progressEvery)
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)
 	if err != nil {
@@ -329,6 +336,37 @@ func unjudged(rep *report.Report, targets []engine.Target) []string {
 		}
 	}
 	return out
+}
+
+// progressEvery is how often a log that is not a terminal hears how a
+// scan is going.
+const progressEvery = 10 * time.Second
+
+// plainProgress reports progress as plain lines, for a log that is not a
+// terminal: one at the first interpreter, then at most one every
+// interval, each with the count, the share and an estimate of what is
+// left from the rate so far. Interpreters finish on several goroutines.
+func plainProgress(w io.Writer, now func() time.Time, interval time.Duration) func(done, planned int) {
+	var mu sync.Mutex
+	start, last := now(), time.Time{}
+	return func(done, planned int) {
+		mu.Lock()
+		defer mu.Unlock()
+		t := now()
+		if !last.IsZero() && t.Sub(last) < interval {
+			return
+		}
+		last = t
+		line := fmt.Sprintf("nondet-sandbox: probing: %d of %d interpreters", done, planned)
+		if planned > 0 {
+			line += fmt.Sprintf(" (%d%%)", done*100/planned)
+		}
+		if elapsed := t.Sub(start); done > 0 && planned > done && elapsed > 0 {
+			left := time.Duration(float64(elapsed) / float64(done) * float64(planned-done))
+			line += fmt.Sprintf(", about %s left", left.Round(time.Second))
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // output is where a report goes: standard output, or -o's file. The file

@@ -32,6 +32,11 @@ func newReplayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay --report REPORT.json ID",
 		Short: "Re-run one function on its witness input under the two recorded runs' conditions",
+		Long: `Re-run one function of a JSON report on its witness input, under the
+conditions of the two runs whose answers disagreed, and say what that shows:
+reproduced (the same two answers) or still nondeterministic (two other
+answers: a clock, an RNG), exit status 1; fixed (the runs now agree), exit
+status 0; not judged (a run gave no answer), exit status 3.`,
 		Example: `  nondet-sandbox run --format json -o report.json src/
   nondet-sandbox replay --report report.json util.py::normalise`,
 		Args: cobra.ExactArgs(1),
@@ -100,34 +105,63 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	w := f.Replayable()
 	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", report.TerminalSafe(f.ID), report.TerminalSafe(strings.Join(w.Args, ", ")), w.Rung)
 	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", report.TerminalSafe(w.Answers[0].Value), report.TerminalSafe(w.Answers[1].Value))
-	reproduced := true
-	for i, r := range got {
+	for _, r := range got {
 		value := r.Value
 		if value == "" {
 			value = "(no answer: " + r.Detail + ")"
 		}
-		switch {
-		case w.Breaker != "" && r.Breaker != "":
+		if w.Breaker != "" && r.Breaker != "" {
 			fmt.Fprintf(stdout, "replayed run %d: %s, then under %s: %s\n", r.Run.ID, report.TerminalSafe(value), r.Breaker, report.TerminalSafe(r.Value2))
-		default:
+		} else {
 			fmt.Fprintf(stdout, "replayed run %d: %s\n", r.Run.ID, report.TerminalSafe(value))
 		}
-		if w.Breaker == "" && value != w.Answers[i].Value {
-			reproduced = false
+	}
+	outcome, err := judgeReplay(w, got)
+	fmt.Fprintln(stdout, outcome)
+	return err
+}
+
+// judgeReplay says what a replay of witness w shows, and the exit status
+// that goes with it: errFindings when the function still gives two
+// answers (the recorded ones, or others: a clock, an RNG), nil when it is
+// fixed (one answer where it gave two), errUnjudged when a run gave no
+// answer to compare.
+func judgeReplay(w *report.Witness, got []engine.Replayed) (string, error) {
+	for _, r := range got {
+		if r.Value == "" {
+			return fmt.Sprintf("not judged: run %d gave no answer (%s)", r.Run.ID, r.Detail),
+				fmt.Errorf("the replay could not compare two answers: %w", errUnjudged)
 		}
-		if w.Breaker != "" && (r.Breaker != w.Breaker || r.Value2 == "" || r.Value2 == r.Value) {
-			reproduced = false
+	}
+	if w.Breaker != "" {
+		r := got[0]
+		switch {
+		case r.Breaker == w.Breaker && r.Value == w.Answers[0].Value && r.Value2 == w.Answers[1].Value:
+			return "reproduced: the same two answers again", errFindings
+		case r.Breaker != "" && r.Value2 != "" && r.Value2 != r.Value:
+			return "still nondeterministic: two answers in one run again, not the recorded ones (a clock, an RNG, an address)", errFindings
 		}
+		return "fixed: one run now gives one answer, under the same breaker and input", nil
 	}
-	if w.Breaker == "" && len(got) == 2 && got[0].Value == got[1].Value {
-		reproduced = false
+	if len(got) != 2 {
+		return "not judged: the replay did not run both runs", fmt.Errorf("the replay ran %d runs: %w", len(got), errUnjudged)
 	}
-	if reproduced {
-		fmt.Fprintln(stdout, "reproduced: the same two answers again")
-		return errFindings
+	a, b := got[0].Value, got[1].Value
+	switch {
+	case a == w.Answers[0].Value && b == w.Answers[1].Value:
+		return "reproduced: the same two answers again", errFindings
+	case a != b:
+		return "still nondeterministic: the two runs disagree again, with other answers (a clock, an RNG, an address, or the calls before it)", errFindings
 	}
-	fmt.Fprintln(stdout, "not reproduced exactly: the answers moved (a clock, an RNG, an address, or the calls before it)")
-	return nil
+	return "fixed: the two runs now agree (" + report.TerminalSafe(clipValue(a)) + ")", nil
+}
+
+// clipValue shortens an answer for one line.
+func clipValue(v string) string {
+	if r := []rune(v); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return v
 }
 
 // maxReport bounds a report read from a file: reports come from

@@ -39,13 +39,23 @@ type Registration struct {
 	// --python names one there and the host's environment (--package)
 	// is not what runs.
 	ImageInterpreter bool
-	// Flags are the settings flags it reads beside --runtime.
-	Flags []string
+	// Flags are the settings flags it reads beside --runtime: the command
+	// line's help says which runtimes read each, and each is a config key
+	// that only the user may set.
+	Flags []Flag
 	// Variant is what a report records beside the name to say which
 	// flavour ran (the OCI runtime binary); nil for none.
 	Variant func(Settings) string
 	// New makes one; an error says why it cannot run here.
 	New func(ctx context.Context, s Settings) (Runtime, error)
+}
+
+// Flag is a settings flag a runtime reads: its name, which is also its
+// config key, and whether its value is a path (relative to the config
+// file that gives it).
+type Flag struct {
+	Name string
+	Path bool
 }
 
 var (

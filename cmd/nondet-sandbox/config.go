@@ -81,13 +81,14 @@ var configKeys = []configKey{
 	}},
 	{name: "runtime", trust: userOnly},
 	{name: "python", trust: userOnly, path: true},
-	{name: "oci-runtime", trust: userOnly, path: true},
-	{name: "image", trust: userOnly},
-	{name: "kubeconfig", trust: userOnly, path: true},
-	{name: "namespace", trust: userOnly},
-	{name: "runtime-class", trust: userOnly},
-	{name: "seccomp", trust: userOnly},
-	{name: "userns", trust: userOnly},
+}
+
+// The runtimes' own flags are keys too, as the registry declares them:
+// they choose how contained the probes are, so only the user sets them.
+func init() {
+	for _, f := range runtimeFlags() {
+		configKeys = append(configKeys, configKey{name: f.Name, trust: userOnly, path: f.Path})
+	}
 }
 
 func lookupKey(name string) (configKey, bool) {

@@ -30,6 +30,37 @@ func runtimeNames() []string {
 	return names
 }
 
+// runtimeFlags are the settings flags the registered runtimes read, each
+// once, in the registry's order.
+func runtimeFlags() []sandbox.Flag {
+	var out []sandbox.Flag
+	for _, r := range sandbox.Registrations() {
+		for _, f := range r.Flags {
+			if !slices.ContainsFunc(out, func(g sandbox.Flag) bool { return g.Name == f.Name }) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// forRuntimes is a runtime flag's help, saying which runtimes read it.
+func forRuntimes(flag, help string) string {
+	var which []string
+	for _, r := range sandbox.Registrations() {
+		if slices.ContainsFunc(r.Flags, func(f sandbox.Flag) bool { return f.Name == flag }) {
+			which = append(which, r.Name)
+		}
+	}
+	switch len(which) {
+	case 0:
+		return help
+	case 1:
+		return "with --runtime " + which[0] + ": " + help
+	}
+	return "with --runtime " + strings.Join(which[:len(which)-1], ", ") + " or " + which[len(which)-1] + ": " + help
+}
+
 // runtimeHelp is --runtime's help, from the registrations.
 func runtimeHelp() string {
 	var each []string
@@ -74,13 +105,13 @@ func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
 	fs.Var(newChoice(&o.runtimeName, "runtime", "auto", runtimeNames()), "runtime", runtimeHelp())
 	fs.StringVar(&o.python, "python", d.Python, "the Python interpreter to probe with: a name on PATH or a path")
-	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", "with --runtime oci: the OCI runtime binary (runc, crun, runsc), a name on PATH or a path")
-	fs.StringVar(&o.image, "image", docker.DefaultImage, "with --runtime docker or kubernetes: the probe image (make image builds it)")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "with --runtime kubernetes: the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.StringVar(&o.namespace, "namespace", "", "with --runtime kubernetes: where the probe pods run (default: the kubeconfig context's, else default)")
-	fs.StringVar(&o.runtimeCls, "runtime-class", "", "with --runtime kubernetes: the pods' RuntimeClass (gvisor where the cluster has it)")
-	fs.BoolVar(&o.seccomp, "seccomp", true, "apply the Docker-like seccomp profile in containers")
-	fs.BoolVar(&o.userns, "userns", true, "map container users to unprivileged host uids (user namespace)")
+	fs.StringVar(&o.ociRuntime, "oci-runtime", "runc", forRuntimes("oci-runtime", "the OCI runtime binary (runc, crun, runsc), a name on PATH or a path"))
+	fs.StringVar(&o.image, "image", docker.DefaultImage, forRuntimes("image", "the probe image (make image builds it)"))
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", forRuntimes("kubeconfig", "the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)"))
+	fs.StringVar(&o.namespace, "namespace", "", forRuntimes("namespace", "where the probe pods run (default: the kubeconfig context's, else default)"))
+	fs.StringVar(&o.runtimeCls, "runtime-class", "", forRuntimes("runtime-class", "the pods' RuntimeClass (gvisor where the cluster has it)"))
+	fs.BoolVar(&o.seccomp, "seccomp", true, forRuntimes("seccomp", "apply the Docker-like seccomp profile"))
+	fs.BoolVar(&o.userns, "userns", true, forRuntimes("userns", "map container users to unprivileged host uids (user namespace)"))
 	fs.Var(newSize(&o.memory, d.Limits.MemoryBytes), "memory", "memory limit of each interpreter (512MiB, 2GiB; a plain number is bytes)")
 	fs.Int64Var(&o.pids, "pids", d.Limits.Pids, "process limit of each interpreter")
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU time of each interpreter in a container, in cores (0.5: half of one); 0: no quota")

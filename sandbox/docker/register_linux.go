@@ -8,7 +8,7 @@ import (
 
 func init() {
 	sandbox.Register(sandbox.Registration{
-		Name: "docker", Rank: 40, Help: "the Docker engine", Auto: 3, ImageInterpreter: true, Flags: []string{"image"},
+		Name: "docker", Rank: 40, Help: "the Docker engine", Auto: 3, ImageInterpreter: true, Flags: []sandbox.Flag{{Name: "image"}},
 		New: func(ctx context.Context, s sandbox.Settings) (sandbox.Runtime, error) {
 			return sandbox.Made(New(ctx, s.Image))
 		},

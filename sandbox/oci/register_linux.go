@@ -9,7 +9,7 @@ import (
 
 func init() {
 	sandbox.Register(sandbox.Registration{
-		Name: "oci", Rank: 30, Help: "an external OCI runtime", Flags: []string{"oci-runtime", "seccomp", "userns"},
+		Name: "oci", Rank: 30, Help: "an external OCI runtime", Flags: []sandbox.Flag{{Name: "oci-runtime", Path: true}, {Name: "seccomp"}, {Name: "userns"}},
 		Variant: func(s sandbox.Settings) string { return filepath.Base(s.OCIBinary) },
 		New: func(ctx context.Context, s sandbox.Settings) (sandbox.Runtime, error) {
 			o := DefaultOptions()

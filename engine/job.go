@@ -114,8 +114,9 @@ func (w *watchdog) hasFired() bool {
 func (s *scan) env() []string {
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
-		// The worker's own folder is never on sys.path (Python 3.11's -P;
-		// older interpreters ignore it, and the folder holds only the worker).
+		// No script folder or working directory on sys.path (Python 3.11's
+		// -P). The worker's own folder, which Python puts first when it runs
+		// a folder whatever -P says, the worker's __main__ takes off itself.
 		"PYTHONSAFEPATH=1",
 	}
 	if s.opts.Runtime.Isolated() {
@@ -328,17 +329,15 @@ func (c *countingDiscard) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// interpreterArgv starts the worker: without the user's site directory;
-// in a container without writing bytecode (the tree is read-only anyway),
-// on the host writing it to the scan's own cache (PYTHONPYCACHEPREFIX).
+// interpreterArgv starts the worker, its package's folder (engine/worker.go):
+// without the user's site directory; in a container without writing
+// bytecode (the tree is read-only anyway), on the host writing it to the
+// scan's own cache (PYTHONPYCACHEPREFIX). Outside an image, the worker's
+// own modules load from the bytecode compileWorker wrote for the scan.
 func (s *scan) interpreterArgv() []string {
 	argv := []string{s.python}
 	if s.opts.Runtime.Isolated() {
 		argv = append(argv, "-B")
 	}
-	worker := "worker.py"
-	if s.worker != "" {
-		worker = s.worker
-	}
-	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", worker)))
+	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", workerPackage)))
 }

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// The engine-worker protocol: the worker (engine/worker.py, whose docstring
-// has the same table) writes one JSON object per line on the record
-// channel, each tagged with the run's nonce.
+// The engine-worker protocol: the worker (engine/worker, whose package
+// docstring has the same table) writes one JSON object per line on the
+// record channel, each tagged with the run's nonce.
 //
 //	kind    mode      fields                         meaning
 //	ladder  discover  rungs                          every ladder's rung displays, by key

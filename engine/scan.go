@@ -30,7 +30,6 @@ type scan struct {
 	id        string // names every resource of this scan, after scanlock.Prefix
 	scratch   string // host directory for the worker, plans and job scratch
 	python    string // the interpreter, as an absolute path
-	worker    string // the worker's bytecode in shared/, when it could be compiled
 	binds     []sandbox.Bind
 	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
 	codeKept  bool   // discovery kept some module's bytecode
@@ -266,7 +265,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	if err := os.MkdirAll(filepath.Join(s.scratch, "shared"), 0o755); err != nil {
 		return nil, nil, err
 	}
-	if err := os.WriteFile(filepath.Join(s.scratch, "shared", "worker.py"), workerSource, 0o644); err != nil {
+	if err := WriteWorker(filepath.Join(s.scratch, "shared", workerPackage)); err != nil {
 		return nil, nil, err
 	}
 	s.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
@@ -284,8 +283,8 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _
 	s.locpath = s.loc.dir
 	s.layout(files, interp)
 	if !inImage {
-		shared := filepath.Join(s.scratch, "shared")
-		s.worker = compileWorker(ctx, s.python, shared, s.inside(filepath.Join(shared, "worker.py")))
+		worker := filepath.Join(s.scratch, "shared", workerPackage)
+		compileWorker(ctx, s.python, worker, s.inside(worker), s.env())
 	}
 	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated(), inImage || zoneData())
 	if len(opts.ExplicitRuns) > 0 {

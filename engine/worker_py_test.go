@@ -7,9 +7,10 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 )
 
-// TestWorkerPython runs the worker's own Python tests (engine/test_worker.py).
+// TestWorkerPython runs the worker's own Python tests (engine/worker/tests),
+// as the package's tests, from engine/.
 func TestWorkerPython(t *testing.T) {
-	cmd := exec.Command(testenv.Python(t), "-B", "-m", "unittest", "test_worker")
+	cmd := exec.Command(testenv.Python(t), "-B", "-m", "unittest", "discover", "-s", "worker/tests", "-t", ".")
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
 	if err != nil {

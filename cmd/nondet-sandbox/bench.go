@@ -90,7 +90,8 @@ func floor(ctx context.Context, python, tree string) (calls int, perCall time.Du
 	if err := os.WriteFile(filepath.Join(dir, "floor.py"), floorSource, 0o644); err != nil {
 		return 0, 0, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "worker.py"), engine.WorkerSource(), 0o644); err != nil {
+	// floor.py imports the worker's package as worker, from dir.
+	if err := engine.WriteWorker(filepath.Join(dir, "worker")); err != nil {
 		return 0, 0, err
 	}
 	out, err := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, "floor.py"), tree, dir).Output()

@@ -18,7 +18,7 @@ import (
 // finds the code discovery compiled for a module in the code folder, named
 // after the path the module is imported from, and imports through the
 // worker's loader (which uses that code while it matches the source:
-// engine/test_worker.py, Bytecode); a module whose code is not kept (a
+// engine/worker/tests/test_bytecode.py); a module whose code is not kept (a
 // frozenset constant) has none there.
 func TestProbesLoadDiscoverysBytecode(t *testing.T) {
 	testenv.Integration(t)

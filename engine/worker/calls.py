@@ -1,0 +1,217 @@
+"""A probe child's calls: each module imported at its first call, each rung
+called on a fresh copy, then the governor's in-process breakers."""
+
+import copy
+import datetime as _dt
+import pathlib
+import threading
+
+from .canon import NoCanon, _typename, answer, raised
+from .ladder import rungs_of
+from .state import ProcessState, _import
+
+
+def run_calls(plan, ch, lo, hi, skip, mark):
+    """Calls plan["calls"][lo:hi] in order, importing each module at its
+    first call, marking each call's start in mark and queueing a result
+    record per call."""
+    state = ProcessState()
+    modules = plan["modules"]
+    loaded = {}
+    skip = set(skip)
+    calls = plan["calls"]
+    functions = plan["functions"]
+    for idx in range(lo, hi):
+        fi, ri = calls[idx]
+        if fi in skip:
+            continue
+        fn = functions[fi]
+        mi = fn["module"]
+        if mi not in loaded:
+            ch.step({"k": "is", "m": mi})
+            loaded[mi] = _import(modules[mi])
+            state.after_import()
+            state.restore()
+            if isinstance(loaded[mi], str):
+                ch.step({"k": "if", "m": mi, "err": loaded[mi]})
+            else:
+                # Acknowledged too: a function that kills the parent must
+                # not leave the engine believing the import still runs.
+                ch.step({"k": "id", "m": mi})
+        mod = loaded[mi]
+        if isinstance(mod, str):
+            continue
+        # The mark goes first: looking the name up can run scanned code
+        # (a module __getattr__), and that must be under the call's limit.
+        mark.start(idx)
+        try:
+            target = getattr(mod, fn["name"], _UNBOUND)
+        except BaseException as e:
+            target = e
+        if target is _UNBOUND:
+            ch.send({"k": "nc", "i": idx, "why": "after import the module has no attribute %s: defined in a block that did not run here, or deleted" % fn["name"]})
+            mark.end()
+            skip.add(fi)
+            state.restore()
+            continue
+        if not callable(target) or isinstance(target, BaseException):
+            ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
+            mark.end()
+            skip.add(fi)
+            state.restore()
+            continue
+        base = rungs_of(fn["arity"], fn.get("kinds"))[ri]
+        threads = threading.active_count()
+        before = set(threading.enumerate()) if threads > 1 else None
+        rec = {"k": "r", "i": idx}
+        v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()))
+        if v is None:
+            rec["x"] = why
+        else:
+            rec["v"] = v
+            if free is not None:
+                rec["o"] = free
+            if breaker:
+                rec["b"], rec["v2"] = breaker, v2
+        mark.end()
+        # Threads are counted first: enumerating them costs more than a
+        # call, and almost no call leaves one.
+        if threading.active_count() > 1:
+            leaked = [t for t in threading.enumerate() if (before is None or t not in before)
+                      and t is not threading.main_thread() and not t.daemon and t.is_alive()]
+            if leaked:
+                rec["th"] = len(leaked)
+                state.restore()  # the thread may have moved it since
+        ch.send(rec)
+
+
+_UNBOUND = object()
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath)
+
+
+def _immutable(x):
+    if isinstance(x, tuple):
+        return all(_immutable(e) for e in x)
+    return isinstance(x, _IMMUTABLE)
+
+
+def fresh(args):
+    """A copy of a rung that the call may change without changing the
+    ladder; an immutable rung is its own copy. How to copy each rung is
+    decided once (the ladder's rungs live as long as the process)."""
+    how = _COPIERS.get(id(args))
+    if how is None or how[0] is not args:
+        how = _COPIERS[id(args)] = (args, _copier(args))
+    return how[1](args)
+
+
+_COPIERS = {}
+_FLAT = {list: list, dict: dict, set: set, bytearray: bytearray}
+
+
+def _copier(args):
+    """The cheapest copy of args that is as deep as copy.deepcopy's: the
+    rung itself when immutable; a shallow copy of each list, dict, set or
+    bytearray that holds only immutables (and appears once); deepcopy for
+    anything else."""
+    if _immutable(args):
+        return lambda a: a
+    if type(args) is not tuple:
+        return copy.deepcopy
+    seen = set()
+    kinds = []
+    for a in args:
+        if _immutable(a):
+            kinds.append(None)
+            continue
+        flat = _FLAT.get(type(a))
+        items = a.items() if type(a) is dict else a
+        if flat is None or id(a) in seen or not all(_immutable(e) for e in items):
+            return copy.deepcopy
+        seen.add(id(a))
+        kinds.append(flat)
+    return lambda a: tuple(a[i] if k is None else k(a[i]) for i, k in enumerate(kinds))
+
+
+def call(target, args):
+    """One call: (canonical, order_free, None), or (None, None, why) when
+    the answer has no canonical form."""
+    try:
+        value = target(*args)
+    except BaseException as e:  # raising is an answer: its type is canonical
+        return raised(e), None, None
+    try:
+        v, free = answer(value)
+        return v, free, None
+    except NoCanon as e:
+        return None, None, str(e)
+    except RecursionError:
+        return None, None, "nested too deeply to canonicalise"
+    except MemoryError:
+        return None, None, "too large to canonicalise"
+    except BaseException as e:  # a __repr__ that raises is the value's, not the worker's
+        return None, None, "its repr raised %s" % _typename(type(e))
+
+
+def probe_call(target, base, reset=lambda: None, order_free=()):
+    """One rung: the call, then the governor's in-process breakers. Every
+    call is made from this one line, so a function that looks at its
+    caller's stack sees the same stack each time. Returns (canonical,
+    order_free, why, breaker, second answer)."""
+    first = first_free = None
+    for breaker, args in _breaker_inputs(base, order_free):
+        v, free, why = call(target, args)
+        reset()
+        if breaker is None:
+            if v is None:
+                return None, None, why, None, None
+            first, first_free = v, free
+        elif v is not None and v != first:
+            return first, first_free, None, breaker, v
+    return first, first_free, None, None, None
+
+
+def _breaker_inputs(base, order_free=()):
+    """The rung, then the governor's breakers' inputs: the identical input
+    again (hidden state, clocks, RNGs break here), every dict rebuilt in
+    reversed key order (reliance on insertion order breaks here), and each
+    argument declared order-free reversed (an order that should not matter
+    but does breaks here)."""
+    yield None, fresh(base)
+    yield "repeat", fresh(base)
+    if _has_dict(base):
+        yield "dict-order", _reverse_dicts(copy.deepcopy(base))
+    for i in order_free:
+        if i < len(base) and isinstance(base[i], (list, tuple)) and len(base[i]) > 1:
+            args = copy.deepcopy(base)
+            yield "order-free", args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
+
+
+def _has_dict(x):
+    if isinstance(x, dict):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_dict(e) for e in x)
+    return False
+
+
+def _reverse_dicts(x, memo=None):
+    """A copy with every dict in reversed key order; an object that appears
+    twice in the input appears twice in the copy, as one object."""
+    if memo is None:
+        memo = {}
+    if id(x) in memo:
+        return memo[id(x)]
+    if isinstance(x, dict):
+        out = memo[id(x)] = {}
+        for k, v in reversed(list(x.items())):
+            out[k] = _reverse_dicts(v, memo)
+        return out
+    if isinstance(x, list):
+        out = memo[id(x)] = []
+        out.extend(_reverse_dicts(e, memo) for e in x)
+        return out
+    if isinstance(x, tuple):
+        out = memo[id(x)] = tuple(_reverse_dicts(e, memo) for e in x)
+        return out
+    return x

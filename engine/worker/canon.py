@@ -1,0 +1,264 @@
+"""Canonical answers: the text of a value that is the same in every process
+where the value is the same, or NoCanon when there is none."""
+
+import dataclasses
+import enum
+import hashlib
+import io
+import json
+import re
+import types
+
+from .ladder import _LADDER_IDS
+
+
+# A call's answer longer than this is compared by digest and shown truncated.
+MAX_TEXT = 4096
+
+
+class NoCanon(Exception):
+    """The value has no canonical form (its repr carries an address)."""
+
+
+# A repr with an address in it means nothing from one process to the next;
+# a repr shaped <...> without one (an enum member, a sentinel) is canonical.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{8,}")
+_AT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# Inside a <...> repr a long decimal is an address too: a thread's ident,
+# an id().
+_ANGLE_ID = re.compile(r"^<.*\b\d{12,}\b.*>$", re.S)
+
+# A lazy answer (a generator, a map or zip object, any iterator) is consumed
+# up to this many items: enough to show its values and their order, while an
+# endless one (itertools.count) still ends. One cut off says so.
+MAX_ITEMS = 1000
+
+
+def _typename(t):
+    mod = getattr(t, "__module__", "")
+    name = getattr(t, "__qualname__", getattr(t, "__name__", "?"))
+    return name if mod in ("builtins", "", None) else mod + "." + name
+
+
+# json.dumps(s, ensure_ascii=False) for a str, without the encoder object
+# json.dumps builds on every call: the canonicaliser quotes every string.
+_quote = json.encoder.encode_basestring
+
+
+def canon_text(x, sort_sets=False, memo=None, dict_order=False):
+    """Canonical text of a value. Dict key order is not semantic, list and
+    tuple order is, a set is written in its iteration order (or sorted, when
+    sort_sets asks whether two answers differ by order only). memo keeps
+    what iterators gave, so a second pass over one value sees the same
+    items; dict_order writes dicts as they are ordered (how an argument is
+    shown, never how answers compare)."""
+    out = []
+    sets = [False]
+    ctx = (sort_sets, sets, {} if memo is None else memo, dict_order)
+    _canon(x, out, set(), ctx)
+    return "".join(out), sets[0]
+
+
+def _canon(x, out, path, ctx):
+    t = type(x)
+    if x is None or t is bool or t is int or t is float or t is complex:
+        if t is int:
+            try:
+                out.append(repr(x))
+            except ValueError:  # more digits than int->str allows
+                out.append("int:0x%x" % x)
+        else:
+            out.append(repr(x))
+        return
+    if t is str:
+        # A string can carry an address (a repr echoed back, even quoted or
+        # escaped): masked, as a value whose repr holds one has no canonical
+        # form; so is the ladder's own function's address, in hex or as an
+        # id, however the function wrote it.
+        if " at 0x" in x:
+            x = _AT_ADDRESS.sub(" at 0x…", x)
+        for mark in _LADDER_IDS:
+            if mark in x:
+                x = x.replace(mark, "<ladder address>")
+        out.append(_quote(x))
+        return
+    if t is bytes or t is bytearray:
+        out.append(repr(x))
+        return
+    ident = id(x)
+    if ident in path:
+        out.append("<cycle>")
+        return
+    if isinstance(x, (list, tuple, set, frozenset, dict)):
+        _inside(path, ident, _canon_container, x, t, out, path, ctx)
+        return
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        _inside(path, ident, _canon_dataclass, x, t, out, path, ctx)
+        return
+    if isinstance(x, type):
+        out.append("class:" + _typename(x))
+        return
+    if t.__name__ == "module":
+        out.append("module:" + x.__name__)
+        return
+    if isinstance(x, enum.Enum):
+        out.append(_typename(t) + "." + str(x.name))
+        return
+    if t is types.FunctionType:
+        # A function is its name: where it lives is the same in every run.
+        out.append("function:" + getattr(x, "__module__", "?") + "." + getattr(x, "__qualname__", "?"))
+        return
+    if isinstance(x, (io.BytesIO, io.StringIO)):
+        # A stream is its content and where it has been read to.
+        name = "BytesIO" if isinstance(x, io.BytesIO) else "StringIO"
+        out.append("io.%s(%r, pos=%d)" % (name, x.getvalue(), x.tell()))
+        return
+    if _lazy(x):
+        _inside(path, ident, _canon_lazy, x, t, out, path, ctx)
+        return
+    r = repr(x)
+    if _ADDRESS.search(r) or _ANGLE_ID.match(r):
+        raise NoCanon(_typename(t))
+    out.append(_typename(t) + ":" + r)
+
+
+def _inside(path, ident, canon, *args):
+    """Canonicalises a value that can hold itself, with its id on the path
+    of the values being written, so a cycle is written <cycle>."""
+    path.add(ident)
+    try:
+        canon(*args)
+    finally:
+        path.discard(ident)
+
+
+def _canon_dataclass(x, t, out, path, ctx):
+    out.append(_typename(t) + "(")
+    for i, f in enumerate(dataclasses.fields(x)):
+        if i:
+            out.append(",")
+        out.append(f.name + "=")
+        _canon(getattr(x, f.name), out, path, ctx)
+    out.append(")")
+
+
+def _lazy(x):
+    """An iterator whose items are the answer; never a file, whose
+    iteration reads (or blocks on) the world outside the value."""
+    return hasattr(type(x), "__next__") and hasattr(type(x), "__iter__") and not isinstance(x, io.IOBase)
+
+
+def _canon_lazy(x, t, out, path, ctx):
+    memo = ctx[2]
+    got = memo.get(id(x))
+    if got is None:
+        items, end = [], ""
+        try:
+            for item in x:
+                if len(items) == MAX_ITEMS:
+                    end = "…cut at %d" % MAX_ITEMS
+                    break
+                items.append(item)
+        except Exception as e:  # raising mid-way is part of the answer
+            end = "!E:" + _typename(type(e))
+        got = memo[id(x)] = (items, end, x)  # x kept alive: its id stays its own
+    items, end, _ = got
+    out.append("iter:" + _typename(t) + "[")
+    for i, e in enumerate(items):
+        if i:
+            out.append(",")
+        _canon(e, out, path, ctx)
+    if end:
+        out.append(("," if items else "") + end)
+    out.append("]")
+
+
+def _canon_container(x, t, out, path, ctx):
+    sort_sets, sets, _, dict_order = ctx
+    prefix = "" if t in (list, tuple, dict, set, frozenset) else _typename(t)
+    if isinstance(x, dict):
+        items = []
+        for k, v in x.items():
+            kt, vt = [], []
+            _canon(k, kt, path, ctx)
+            _canon(v, vt, path, ctx)
+            items.append("".join(kt) + ":" + "".join(vt))
+        if not dict_order:
+            items.sort()
+        out.append(prefix + "{" + ",".join(items) + "}")
+        return
+    if isinstance(x, (set, frozenset)):
+        sets[0] = True
+        parts = []
+        for e in x:
+            p = []
+            _canon(e, p, path, ctx)
+            parts.append("".join(p))
+        if sort_sets:
+            parts.sort()
+        name = "frozenset" if isinstance(x, frozenset) else "set"
+        out.append((prefix or name) + "[" + ",".join(parts) + "]")
+        return
+    fields = getattr(t, "_fields", None)
+    if isinstance(x, tuple) and fields:  # namedtuple: its fields are its meaning
+        out.append(_typename(t) + "(")
+        for i, (f, v) in enumerate(zip(fields, x)):
+            if i:
+                out.append(",")
+            out.append(f + "=")
+            _canon(v, out, path, ctx)
+        out.append(")")
+        return
+    opening, closing = ("(", ")") if isinstance(x, tuple) else ("[", "]")
+    if (t is list or t is tuple) and x and _plain_strings(x):
+        # The common answer, a list of plain strings, in one pass.
+        out.append(opening + ",".join(map(_quote, x)) + ("," if t is tuple and len(x) == 1 else "") + closing)
+        return
+    out.append(prefix + opening)
+    for i, e in enumerate(x):
+        if i:
+            out.append(",")
+        _canon(e, out, path, ctx)
+    if isinstance(x, tuple) and len(x) == 1:
+        out.append(",")
+    out.append(closing)
+
+
+def _plain_strings(x):
+    """Every item an exact str that carries no address to mask."""
+    for e in x:
+        if type(e) is not str:
+            return False
+    joined = "\x00".join(x)
+    return " at 0x" not in joined and not any(m in joined for m in _LADDER_IDS)
+
+
+def shorten(text):
+    if len(text) <= MAX_TEXT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return "%s…#sha256:%s(%d chars)" % (text[:160], digest, len(text))
+
+
+def answer(value):
+    """Returns (canonical, order_free) for a returned value; order_free is
+    set only when the value holds a set, so "order only" can be told."""
+    memo = {}
+    text, had_set = canon_text(value, memo=memo)
+    free = None
+    if had_set:
+        free = "V:" + shorten(canon_text(value, sort_sets=True, memo=memo)[0])
+    return "V:" + shorten(text), free
+
+
+def raised(exc):
+    return "E:" + _typename(type(exc))
+
+
+def display(args):
+    """How a rung is shown in a report: as the function received it (dicts
+    in the order of their keys), with sets sorted, so the text does not
+    depend on the hash seed of the process that wrote it."""
+    if not isinstance(args, tuple):
+        raise TypeError("display takes a rung: a tuple of arguments")
+    return [canon_text(a, sort_sets=True, dict_order=True)[0] for a in args]

@@ -1,0 +1,282 @@
+"""Discover mode: each module parsed with ast, never imported; its
+functions, their signatures and ladders, and the facts the gate needs."""
+
+import ast
+import os
+import resource
+import stat
+
+from .bytecode import bytecode
+from .canon import display
+from .channel import Channel, _encode
+from .ladder import MAX_ARITY, _last_name, annotation_kind, ladder_key, rungs_of
+
+
+def discover(req):
+    global OPENERS
+    ch = Channel(req.get("nonce", ""))
+    limit = req.get("address_space_limit")
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if req.get("openers"):
+        OPENERS = set(req["openers"])
+    max_arity = req.get("max_arity", MAX_ARITY)
+    keys = {str(a): (a, []) for a in range(max_arity + 1)}
+    for f in req["files"]:
+        rec = describe_module(f["path"], f["rel"], req.get("code", False))
+        for fn in rec.get("functions", []):
+            if fn["required"] <= max_arity:
+                keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
+        ch.send(rec)
+    ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs_of(a, kinds)] for k, (a, kinds) in sorted(keys.items())}})
+    ch.send({"k": "done"}, flush=True)
+
+
+def describe_module(path, rel, code=False):
+    if not isinstance(path, str) or not isinstance(rel, str):
+        # open() of an int would open (and close) a file descriptor.
+        raise TypeError("describe_module takes a path and a relative path")
+    rec = {"k": "module", "rel": rel}
+    try:
+        src = _read_source(path)
+        if src is None:
+            rec["status"] = "too-large"
+            rec["error"] = "larger than %d bytes, the bound on a source file (a generated table, or a file made to exhaust memory): skipped" % MAX_SOURCE
+            return rec
+        tree = compile(src, rel, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except OSError as e:
+        rec["status"] = "unreadable"
+        rec["error"] = "%s: %s" % (type(e).__name__, e.strerror or e)
+        if isinstance(e, PermissionError):
+            rec["error"] += " (the probe user reads the tree as others do: chmod -R o+rX, or --runtime host)"
+        return rec
+    except Exception as e:  # SyntaxError, bytes that are not UTF-8, an AST too deep
+        rec["status"] = "unparseable"
+        rec["error"] = "%s: %s" % (type(e).__name__, _one_line(e))
+        return rec
+    rec["status"] = "ok"
+    aliases = {}
+    top_level = []
+    for node in tree.body:
+        _collect_imports(node, aliases)
+    defs = []
+    _module_level(tree.body, defs, top_level)
+    names = {n.name for n in defs}
+    funcs, by_name = [], {}
+    for node in defs:
+        by_name.setdefault(node.name, []).append(node)
+    for name, nodes in by_name.items():
+        funcs.append(_describe_name(nodes, aliases, names))
+    funcs.sort(key=lambda f: f["line"])
+    for f in funcs:
+        f["ladder"] = ladder_key(f["required"], f["kinds"])
+    rec["functions"] = funcs
+    rec["module_facts"] = _facts(top_level, aliases, names)
+    del tree, top_level, defs, by_name  # compiling parses the source again
+    if code and len(src) <= MAX_MODULE_RECORD:
+        pyc = bytecode(src, path)
+        if pyc is not None:
+            import base64  # discovery only: no scanned root is on sys.path here
+            text = base64.b64encode(pyc).decode("ascii")
+            # The record must stay within the engine's longest line, or the
+            # module itself would be lost: the code is only a saving.
+            if len(text) + len(_encode(rec)) <= MAX_MODULE_RECORD:
+                rec["code"] = text
+    return rec
+
+
+# The longest module record discovery sends with its code: well within the
+# engine's longest record line (maxRecord, 1 MiB).
+MAX_MODULE_RECORD = 768 << 10
+
+
+# Statements whose bodies run at import, and so can define module-level
+# functions: version switches, optional imports, context managers.
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _module_level(body, defs, top_level):
+    """Every def that binds a module-level name, however deep in if, try
+    and with blocks, and the code that runs at import."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.append(node)
+            # Decorators and default values run at import, not at call.
+            top_level.extend(node.decorator_list)
+            top_level.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
+        elif isinstance(node, ast.ClassDef):
+            # A class body runs at import; its methods' bodies do not.
+            top_level.extend(node.decorator_list + node.bases + node.keywords)
+            top_level.extend(n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        elif isinstance(node, _BLOCKS):
+            if isinstance(node, ast.If):
+                top_level.append(node.test)
+                blocks = [node.body, node.orelse]
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                top_level.extend(node.items)
+                blocks = [node.body]
+            else:
+                top_level.extend(h.type for h in node.handlers if h.type is not None)
+                blocks = [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]
+            for b in blocks:
+                _module_level(b, defs, top_level)
+        elif not isinstance(node, (ast.Import, ast.ImportFrom)):
+            top_level.append(node)
+
+
+def _is_overload(node):
+    for d in node.decorator_list:
+        if _last_name(d.func if isinstance(d, ast.Call) else d) == "overload":
+            return True
+    return False
+
+
+def _describe_name(nodes, aliases, names):
+    """One entry per module-level name: what the import binds is what gets
+    probed. @overload stubs fold into the implementation; of several
+    definitions (an if/else version switch) the first real one gives the
+    signature and the line, and the gate sees all of their calls."""
+    real = [n for n in nodes if not _is_overload(n)] or nodes[-1:]
+    out = _describe_function(real[0], aliases, names)
+    for other in nodes:
+        if other is real[0]:
+            continue
+        more = _describe_function(other, aliases, names)["facts"]
+        out["facts"]["calls"].extend(more["calls"])
+        out["facts"]["set_iters"] = sorted(set(out["facts"]["set_iters"]) | set(more["set_iters"]))
+    if len(real) > 1:
+        out["definitions"] = len(real)
+    return out
+
+
+# The largest source file discovery reads. Hand-written modules are far
+# smaller; a bigger one (a generated table, an 8 GiB sparse file planted to
+# exhaust memory) is listed as too large and skipped.
+MAX_SOURCE = 4 << 20
+
+
+def _read_source(path):
+    """A source file's bytes, or None when it is above MAX_SOURCE. Only a
+    regular file is read, without blocking: a FIFO, a device or a procfs
+    file behind a link is an error, never a stalled discovery."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > MAX_SOURCE:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_SOURCE + 1)
+        return None if len(data) > MAX_SOURCE else data
+    finally:
+        os.close(fd)
+
+
+def _one_line(e):
+    if isinstance(e, SyntaxError):
+        return "%s (line %s)" % (e.msg, e.lineno)
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _collect_imports(node, aliases):
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+            for a in sub.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    aliases[top] = top
+        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+            for a in sub.names:
+                aliases[a.asname or a.name] = sub.module + "." + a.name
+
+
+def _describe_function(node, aliases, names):
+    a = node.args
+    positional = a.posonlyargs + a.args
+    required = len(positional) - len(a.defaults)
+    kwonly_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    kinds = [annotation_kind(p.annotation) for p in positional[:required]]
+    local = dict(aliases)
+    _collect_imports(node, local)
+    return {
+        "name": node.name,
+        "line": node.lineno,
+        "async": isinstance(node, ast.AsyncFunctionDef),
+        "required": required,
+        "vararg": a.vararg.arg if a.vararg else "",
+        "varkw": a.kwarg.arg if a.kwarg else "",
+        "kwonly_required": kwonly_required,
+        "params": [p.arg for p in positional],
+        "kinds": kinds,
+        "facts": _facts(node.body, local, names),
+    }
+
+
+def _dotted(expr, aliases):
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        if expr.id in aliases:
+            return ".".join([aliases[expr.id]] + parts[::-1])
+        if parts:  # a method on a local value: only its name is known
+            return "." + parts[0]
+        return expr.id
+    if parts:  # a method on something computed: only its name is known
+        return "." + parts[0]
+    return ""
+
+
+def _facts(body, aliases, names):
+    """What the gate and the smell linter need: each call's dotted name, the
+    mode of every open(), and loops over sets."""
+    calls, set_iters = [], []
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call):
+                name = _dotted(n.func, aliases)
+                if not name:
+                    continue
+                rec = {"name": name, "line": n.lineno}
+                if n.args or n.keywords:
+                    rec["args"] = len(n.args) + len(n.keywords)
+                if name in names:
+                    rec["local"] = True
+                if name in OPENERS:
+                    rec["mode"] = _open_mode(n)
+                calls.append(rec)
+                if name in ("list", "tuple", "sorted", "enumerate", "iter", "next") and n.args and _is_set(n.args[0]):
+                    set_iters.append(n.lineno)
+            elif isinstance(n, (ast.For, ast.comprehension)) and _is_set(n.iter):
+                set_iters.append(getattr(n, "lineno", getattr(n.iter, "lineno", 0)))
+    return {"calls": calls, "set_iters": sorted(set(set_iters))}
+
+
+# The calls whose mode discovery records for the gate: the engine sends the
+# gate's own list in the discovery request ("openers"), so the two never
+# drift apart; this default is for the worker's Python tests.
+OPENERS = {"open", "builtins.open", "io.open", "codecs.open", "os.fdopen", ".open"}
+
+
+def _is_set(e):
+    if isinstance(e, (ast.Set, ast.SetComp)):
+        return True
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("set", "frozenset")
+
+
+def _open_mode(call):
+    mode = None
+    if len(call.args) >= 2:
+        mode = call.args[1]
+    for kw in call.keywords:
+        if kw.arg == "mode":
+            mode = kw.value
+    if mode is None:
+        return "r"
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return mode.value
+    return "?"

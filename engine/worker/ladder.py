@@ -1,0 +1,207 @@
+"""The ladder: the values every function is called with, by arity and by
+what its parameters' annotations say they take. It lives here and nowhere
+else."""
+
+import ast
+import datetime as _dt
+import io
+import pathlib
+
+
+# The ladder: one fixed list of values, documented here and only here.
+# Arity n uses every value repeated n times, then a few mixed rungs. The
+# narrow (3-key) and wide (8-key) dicts are both here on purpose: a hash-order
+# defect on 3 keys is missed by three runs 2.8% of the time, on 8 keys about
+# once in a billion. Dates, times and paths come last: what real code takes
+# (a "time since" formatter, a date parser that fills in today, a `~`
+# expander) and what no scalar rung reaches; then one character, a number
+# in a string, an encoding's name and two streams, which parsers, codecs and
+# character tables take, and a function, which higher-order code takes.
+class _BytesStream(io.BytesIO):
+    """A BytesIO whose repr carries its content, not its address: a
+    function that echoes its argument's repr must not look moved by the
+    process."""
+
+    def __repr__(self):
+        return "io.BytesIO(%r)" % self.getvalue()
+
+
+class _TextStream(io.StringIO):
+    def __repr__(self):
+        return "io.StringIO(%r)" % self.getvalue()
+
+
+def _callback(x=None, *more, **options):
+    """The ladder's function, for what takes a callback, a key or a
+    function to decorate or inspect: it answers its first argument."""
+    return x
+
+
+# What scanned code holds of the worker's own is named as when the worker
+# was one script run as __main__, wherever it is defined now: the ladder's
+# display (function:__main__._callback), a type's name an answer shows,
+# and pickle, which finds these three in __main__ (__main__.py binds them).
+_BytesStream.__module__ = _TextStream.__module__ = _callback.__module__ = "__main__"
+
+
+FIVE_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
+LADDER = [
+    0,
+    7,
+    -3,
+    2 ** 70,
+    3.14159,
+    -0.5,
+    "",
+    "alpha",
+    "Hello, World - \u00fcn\u00efcode",
+    "  padded\ttext  ",
+    None,
+    True,
+    False,
+    [],
+    FIVE_WORDS,
+    ["b", "a", "c", "a"],
+    [3, 1, 2],
+    (1, 2, 3),
+    ("x", "y"),
+    {"red": 1, "green": 2, "blue": 3},
+    {"k%d" % i: i for i in range(8)},
+    [[1, 2], [3, [4, 5]]],
+    b"bytes",
+    _dt.date(2024, 2, 29),
+    _dt.datetime(2024, 2, 29, 13, 45, 30),
+    _dt.datetime(2024, 2, 29, 13, 45, 30, tzinfo=_dt.timezone.utc),
+    _dt.timedelta(days=1, hours=2, minutes=3),
+    _dt.time(13, 45, 30),
+    "docs/readme.txt",
+    "/usr/share/doc",
+    "~/notes.txt",
+    "a",
+    "42",
+    "utf-8",
+    _BytesStream(b"alpha\nbeta\n"),
+    _TextStream("alpha\nbeta\n"),
+    _callback,
+]
+MIXED = {
+    2: [(0, "alpha"), ("alpha", 0), (FIVE_WORDS, 2), ("alpha", "beta")],
+    3: [(0, 1, 2), ("a", "b", "c"), (FIVE_WORDS, 0, 3), (1, "alpha", None)],
+}
+MAX_ARITY = 3  # the engine's maxArity comes in the discovery request
+# Where the ladder's function lives differs from process to process; a
+# function that echoes it (its repr URL-quoted, its id) is not moved by it.
+_LADDER_IDS = (hex(id(_callback)), str(id(_callback)))
+
+# What an annotation says a parameter takes, as a kind; the ladder tries the
+# values of that kind first for that parameter (the rest follow, so every
+# function of one arity has as many rungs). A path parameter gets the path
+# rungs as pathlib.Path objects in place of the strings.
+_PATHS = ("docs/readme.txt", "/usr/share/doc", "~/notes.txt")
+KIND_VALUES = {
+    "int": lambda v: type(v) is int,
+    "float": lambda v: type(v) is float,
+    "str": lambda v: type(v) is str,
+    "bytes": lambda v: type(v) is bytes,
+    "bool": lambda v: type(v) is bool,
+    "list": lambda v: type(v) is list,
+    "tuple": lambda v: type(v) is tuple,
+    "dict": lambda v: type(v) is dict,
+    "date": lambda v: type(v) is _dt.date,
+    "datetime": lambda v: type(v) is _dt.datetime,
+    "timedelta": lambda v: type(v) is _dt.timedelta,
+    "time": lambda v: type(v) is _dt.time,
+    "path": lambda v: False,
+    "stream": lambda v: isinstance(v, (io.BytesIO, io.StringIO)),
+    "callable": lambda v: v is _callback,
+}
+# Annotation names (the last dotted part, any subscript dropped) and the
+# kind each means.
+ANNOTATION_KINDS = {
+    "int": "int", "float": "float", "str": "str", "bytes": "bytes", "bool": "bool",
+    "list": "list", "List": "list", "Sequence": "list", "MutableSequence": "list", "Iterable": "list",
+    "Collection": "list", "Iterator": "list",
+    "tuple": "tuple", "Tuple": "tuple",
+    "dict": "dict", "Dict": "dict", "Mapping": "dict", "MutableMapping": "dict",
+    "date": "date", "datetime": "datetime", "timedelta": "timedelta", "time": "time",
+    "Path": "path", "PurePath": "path", "PosixPath": "path", "PathLike": "path",
+    "IO": "stream", "BinaryIO": "stream", "TextIO": "stream", "BytesIO": "stream", "StringIO": "stream",
+    "IOBase": "stream", "RawIOBase": "stream", "BufferedIOBase": "stream", "TextIOBase": "stream",
+    "Callable": "callable",
+}
+
+
+def _column(kind):
+    if kind == "path":
+        rest = [v for v in LADDER if not (type(v) is str and v in _PATHS)]
+        return [pathlib.Path(p) for p in _PATHS] + rest
+    test = KIND_VALUES.get(kind)
+    if test is None:
+        return LADDER
+    first = [v for v in LADDER if test(v)]
+    return first + [v for v in LADDER if not test(v)]
+
+
+def rungs(arity, kinds=None):
+    """The rungs of a function of this arity whose required parameters
+    have these kinds (None or "" for a parameter that says nothing)."""
+    if arity == 0:
+        return [()]
+    kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
+    cols = [_column(k) for k in kinds]
+    return [tuple(c[j] for c in cols) for j in range(len(LADDER))] + MIXED.get(arity, [])
+
+
+def ladder_key(arity, kinds):
+    """Names one ladder: functions with the same key get the same rungs."""
+    kinds = [k or "" for k in list(kinds or [])[:arity]]
+    while kinds and not kinds[-1]:
+        kinds.pop()
+    return "%d:%s" % (arity, ",".join(kinds)) if kinds else str(arity)
+
+
+_RUNGS = {}
+
+
+def rungs_of(arity, kinds):
+    key = ladder_key(arity, kinds)
+    if key not in _RUNGS:
+        _RUNGS[key] = rungs(arity, kinds)
+    return _RUNGS[key]
+
+
+def annotation_kind(node):
+    """The kind an annotation names, or "" when it names none the ladder
+    knows: int, list[str], Optional[datetime], "Path", os.PathLike..."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
+        return annotation_kind(node.left) or annotation_kind(node.right)
+    if isinstance(node, ast.Subscript):
+        base = _last_name(node.value)
+        if base in ("Optional", "Union"):
+            inner = node.slice
+            parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            for part in parts:
+                k = annotation_kind(part)
+                if k:
+                    return k
+            return ""
+        if base == "Annotated":
+            inner = node.slice
+            return annotation_kind(inner.elts[0] if isinstance(inner, ast.Tuple) else inner)
+        return ANNOTATION_KINDS.get(base, "")
+    return ANNOTATION_KINDS.get(_last_name(node), "")
+
+
+def _last_name(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""

@@ -1,0 +1,37 @@
+"""main(argv): reads the request and runs one mode. The package's
+__main__.py runs it once everything is imported; importing this module
+imports every other module of the package (tests/test_main.py checks)."""
+
+import json
+import os
+import sys
+
+from . import discover, posture, probe, seccomp
+from .channel import REQUEST_FD
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in ("discover", "probe", "posture"):
+        sys.stderr.write("usage: python WORKER_FOLDER discover|probe|posture 4<REQUEST.json\n")
+        return 2
+    # The request comes on fd 4, which no path leads to; closed before
+    # anything scanned runs.
+    with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:
+        req = json.load(fh)
+    if req.get("check_network"):
+        # The platform's sandbox, not ours: fail closed where anything
+        # could be reached, and refuse io_uring as every other runtime does.
+        if posture.reachable():
+            os._exit(posture.NETWORK_EXIT)
+        seccomp.deny_io_uring()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
+    if argv[1] == "discover":
+        discover.discover(req)
+    elif argv[1] == "posture":
+        posture.posture(req)
+    else:
+        probe.probe(req)
+    probe._flush_streams()
+    # Leave at once: a non-daemon thread the scanned code left running would
+    # otherwise hold the interpreter open at shutdown.
+    os._exit(0)

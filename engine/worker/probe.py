@@ -1,0 +1,192 @@
+"""Probe mode's parent (probe), which never imports or calls anything
+scanned, and the children it forks, one per stretch of one module's calls:
+their calls are calls.py's, the parent's check of their records relay.py's."""
+
+import gc
+import os
+import resource
+import signal
+import sys
+
+from .bytecode import CodeCache
+from .calls import run_calls
+from .channel import CallMark, Channel, _map_marks
+from .relay import _Relay
+
+
+def probe(plan):
+    """The parent: it never imports or calls anything scanned. Each stretch
+    of one module's calls runs in a child forked from it, which reports
+    over a pipe of its own; the parent checks every record against the plan
+    (the child may speak only of its own module's calls, in turn) and
+    passes it on. The channel, the nonce and the plan stay here: the child
+    closes the channel before anything scanned runs, so scanned code can
+    change the verdicts of its own module only."""
+    ch = Channel(plan.pop("nonce"))
+    _harden()
+    _map_marks()
+    if plan.get("code_dir"):
+        CodeCache(plan["code_dir"]).install()
+    if plan.get("umask"):
+        os.umask(int(plan["umask"], 8))
+    limit = plan.get("address_space_limit")
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    calls, functions = plan["calls"], plan["functions"]
+    skip = set(plan.get("skip", []))
+    dead = set()  # modules whose import failed or whose child died outside a call
+    cuts = set(plan.get("segments") or ()) | {plan.get("start", 0), len(calls)}
+    prev = None
+    for idx in range(plan.get("start", 0), len(calls)):
+        mi = functions[calls[idx][0]]["module"]
+        if mi != prev:
+            cuts.add(idx)
+            prev = mi
+    bounds = sorted(c for c in cuts if c >= plan.get("start", 0))
+    for lo, hi in zip(bounds, bounds[1:]):
+        mi = functions[calls[lo][0]]["module"]
+        while lo < hi and mi not in dead:
+            lo = _run_child(plan, ch, lo, hi, mi, skip, dead)
+        _sweep_children()
+    ch.send({"k": "done"}, flush=True)
+
+
+def _harden():
+    """The parent is not dumpable (no child may read its memory or its
+    descriptors through /proc, or trace it) and reaps every orphan its
+    children leave, so it can end them before the next module runs."""
+    global _PRCTL
+    try:
+        import ctypes
+        _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        _PRCTL(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE
+        _PRCTL(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+# libc's prctl, looked up once by the parent: a child only calls it.
+_PRCTL = None
+
+
+def _child_dumpable():
+    if _PRCTL is not None:
+        _PRCTL(4, 1, 0, 0, 0)
+
+
+def _sweep_children():
+    """Kill whatever the last child left running (a daemon it forked
+    reparents here): nothing of one module outlives its stretch."""
+    me = os.getpid()
+    for _ in range(1000):
+        kids = _children(me)
+        if not kids:
+            break
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
+        for k in kids:
+            try:
+                os.waitpid(k, 0)
+            except OSError:
+                pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    kids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as fh:
+                    if int(fh.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                        kids.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+def _run_child(plan, ch, lo, hi, mi, skip, dead):
+    """Runs calls lo..hi (all of module mi) in a child and relays its
+    records. Returns where the stretch goes on: hi when it is done; when
+    the child died, the first call it has no answer for (the call it died
+    in is charged and its function skipped)."""
+    r, w = os.pipe()
+    ar, aw = os.pipe()
+    mark = CallMark()
+    # Everything the parent holds moves to the permanent generation: the
+    # child's collector then never touches it, so the child copies only the
+    # pages it really writes.
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            os.close(aw)
+            os.close(ch.fd)
+            _child_dumpable()
+            own = Channel(None, w, ar)
+            run_calls(plan, own, lo, hi, skip, mark)
+            own.send({"k": "end"}, flush=True)
+        except BaseException:
+            code = 98
+        _flush_streams()
+        os._exit(code)
+    os.close(w)
+    os.close(ar)
+    relay = _Relay(plan, ch, lo, hi, mi, skip, aw, mark)
+    status = relay.run(r, pid)
+    os.close(r)
+    os.close(aw)
+    ch.flush()
+    if relay.ended:
+        if relay.failed:
+            dead.add(mi)
+        return hi
+    # The child died, hung or said what it may not: name the step it was in.
+    rec = {"k": "gone", "m": mi, "why": relay.tampered or relay.timeout or _describe(status)}
+    if relay.tampered:
+        rec["t"] = True
+    if relay.timeout:
+        rec["to"] = True
+    call = -1 if relay.step == "import" else relay.in_call()
+    if call >= 0:
+        rec["i"] = call
+    ch.send(rec, flush=True)
+    if call >= 0:
+        skip.add(plan["calls"][call][0])
+        return relay.last + 1
+    dead.add(mi)
+    return hi
+
+
+def _describe(status):
+    if status is None:
+        return "ended"
+    if os.WIFSIGNALED(status):
+        try:
+            return "killed by " + signal.Signals(os.WTERMSIG(status)).name
+        except ValueError:
+            return "killed by signal %d" % os.WTERMSIG(status)
+    return "exit status %d" % os.WEXITSTATUS(status)
+
+
+def _flush_streams():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass

@@ -1,0 +1,186 @@
+"""The parent's relay of one probe child's records: only what the child may
+say, about its own module's calls, in turn; and the child's limits."""
+
+import json
+import os
+import select
+import signal
+import time
+
+from .channel import MARK_POLL
+
+
+# What a child may say, and the type of each field it may set. The parent
+# passes on exactly these fields.
+_CHILD_FIELDS = {
+    "is": {"m": int}, "id": {"m": int}, "if": {"m": int, "err": str},
+    "nc": {"i": int, "why": str},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str},
+    "end": {},
+}
+MAX_RECORD = 1 << 20
+
+
+class _Relay:
+    """The parent's check of one child's records: the kinds and fields
+    above, about module mi and calls lo..hi only, each in turn; and the
+    child's limits (an import, a call) kept from its call mark."""
+
+    def __init__(self, plan, ch, lo, hi, mi, skip, acks, mark):
+        self.plan, self.ch, self.lo, self.hi, self.mi, self.skip = plan, ch, lo, hi, mi, skip
+        self.acks, self.mark = acks, mark
+        self.call_limit = plan.get("call_timeout") or 10.0
+        self.import_limit = plan.get("import_timeout") or 30.0
+        self.step = None  # "import" while the module's import runs
+        self.import_started = 0.0
+        self.last = lo - 1  # the last call answered (or found not callable)
+        self.imported = False
+        self.failed = False  # the import raised
+        self.ended = False
+        self.tampered = ""
+        self.timeout = ""
+
+    def in_call(self):
+        """The call the child is in by its mark, when the mark names one of
+        its own calls that it has not answered; -1 otherwise."""
+        idx, _ = self.mark.read()
+        calls, functions = self.plan["calls"], self.plan["functions"]
+        if self.last < idx < self.hi and functions[calls[idx][0]]["module"] == self.mi and calls[idx][0] not in self.skip:
+            return idx
+        return -1
+
+    def _deadline(self):
+        if self.step == "import":
+            return self.import_started + self.import_limit
+        idx, started = self.mark.read()
+        if idx >= 0:
+            return started + self.call_limit
+        return None
+
+    def run(self, r, pid):
+        """Relays until the child ends; returns its wait status."""
+        os.set_blocking(r, False)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        buf = b""
+        status = None
+        try:
+            while status is None and not self.tampered and not self.timeout:
+                deadline = self._deadline()
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                # Between calls, look again soon: the next call's mark
+                # brings a deadline that no record announces.
+                if wait is None:
+                    wait = MARK_POLL
+                elif pidfd is None:  # no pidfd: a child's exit is seen by polling too
+                    wait = min(wait, MARK_POLL)
+                events = dict(poller.poll(int(wait * 1000) + 1))
+                buf, eof = self._drain(r, buf)
+                self.ch.flush()
+                if self.tampered:
+                    break
+                if eof or pidfd in events or pidfd is None:
+                    got, st = os.waitpid(pid, 0 if eof or pidfd in events else os.WNOHANG)
+                    if got:
+                        status = st
+                if status is None and not events and deadline is not None and time.monotonic() >= deadline:
+                    self.timeout = ("import ran past %gs" % self.import_limit if self.step == "import"
+                                    else "ran past the %gs call limit" % self.call_limit)
+            if status is not None and not self.tampered:
+                buf, _ = self._drain(r, buf)  # what it wrote last
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        if status is None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            status = os.waitpid(pid, 0)[1]
+        return status
+
+    def _drain(self, r, buf):
+        while not self.tampered:
+            try:
+                data = os.read(r, 1 << 16)
+            except BlockingIOError:
+                return buf, False
+            if not data:
+                return buf, True
+            buf = self._lines(buf + data)
+        return buf, False
+
+    def _lines(self, buf):
+        *lines, rest = buf.split(b"\n")
+        for line in lines:
+            if self.tampered or self.ended:
+                return b""
+            self._one(line)
+        if self.tampered or self.ended:
+            return b""
+        if len(rest) > MAX_RECORD:
+            self.tampered = "wrote a record longer than %d bytes to its channel" % MAX_RECORD
+        return rest
+
+    def _one(self, line):
+        try:
+            rec = json.loads(line)
+            kind = rec["k"]
+            fields = _CHILD_FIELDS[kind]
+        except (ValueError, KeyError, TypeError):
+            self.tampered = "wrote to its record channel"
+            return
+        out = {"k": kind}
+        for key, value in rec.items():
+            if key == "k":
+                continue
+            want = fields.get(key)
+            if want is None or type(value) is not want:
+                self.tampered = "wrote a record field it may not (%s)" % key[:40]
+                return
+            out[key] = value
+        if not self._in_turn(kind, out):
+            self.tampered = "wrote a record out of turn (%s)" % kind
+            return
+        if kind != "end":
+            self.ch.send(out, flush=kind in ("is", "id", "if"))
+        if kind in ("is", "id", "if"):
+            try:
+                os.write(self.acks, b".")
+            except OSError:
+                pass
+
+    def _in_turn(self, kind, rec):
+        calls, functions = self.plan["calls"], self.plan["functions"]
+        if kind == "is":
+            ok = self.step is None and not self.imported and rec.get("m") == self.mi
+            if ok:
+                self.step, self.import_started = "import", time.monotonic()
+            return ok
+        if kind in ("id", "if"):
+            ok = self.step == "import" and rec.get("m") == self.mi
+            if ok:
+                self.step, self.imported = None, True
+                self.failed = kind == "if"
+            return ok
+        if kind in ("r", "nc"):
+            i = rec.get("i")
+            ok = (self.step is None and self.imported and i is not None and self.last < i < self.hi
+                  and i >= self.lo and calls[i][0] not in self.skip
+                  and functions[calls[i][0]]["module"] == self.mi)
+            if ok:
+                self.last = i
+                if kind == "nc":
+                    self.skip.add(calls[i][0])
+            return ok
+        if kind == "end":
+            ok = self.step is None
+            self.ended = ok
+            return ok
+        return False

@@ -1,0 +1,104 @@
+"""Canonical answers (canon.py)."""
+
+import os
+import unittest
+
+from .. import canon
+
+
+def v(x):
+    return canon.answer(x)[0]
+
+
+class Canonical(unittest.TestCase):
+    def test_dict_key_order_is_not_semantic(self):
+        self.assertEqual(v({"a": 1, "b": 2}), v({"b": 2, "a": 1}))
+
+    def test_list_and_tuple_order_is_semantic(self):
+        self.assertNotEqual(v([1, 2]), v([2, 1]))
+        self.assertNotEqual(v((1, 2)), v((2, 1)))
+        self.assertNotEqual(v([1, 2]), v((1, 2)))
+
+    def test_sets_keep_iteration_order_and_tell_order_only(self):
+        text, free = canon.answer({"a", "b", "c"})
+        self.assertTrue(text.startswith("V:set["))
+        self.assertEqual(free, "V:set[\"a\",\"b\",\"c\"]")
+
+    def test_types_are_distinct(self):
+        self.assertEqual(len({v(1), v(1.0), v(True), v("1"), v(b"1"), v(None)}), 6)
+
+    def test_exceptions_by_type_only(self):
+        self.assertEqual(canon.raised(ValueError("at /home/x/0x1234")), "E:ValueError")
+
+    def test_address_has_no_canonical_form(self):
+        with self.assertRaises(canon.NoCanon):
+            canon.answer(object())
+        # A function is its qualified name, the same in every process.
+        self.assertEqual(v(lambda: 1), "V:function:%s.Canonical.test_address_has_no_canonical_form.<locals>.<lambda>" % __name__)
+
+    def test_cycle_terminates(self):
+        a = [1]
+        a.append(a)
+        self.assertEqual(v(a), "V:[1,<cycle>]")
+
+    def test_large_value_is_digested(self):
+        big = "x" * (50 * 1000 * 1000)
+        text = v(big)
+        self.assertLess(len(text), 400)
+        self.assertIn("sha256:", text)
+        self.assertNotEqual(text, v(big[:-1] + "y"))
+
+    def test_huge_int(self):
+        self.assertTrue(v(10 ** 5000).startswith("V:int:0x"))
+
+    def test_enum_namedtuple_dataclass(self):
+        import collections
+        import dataclasses
+        import enum
+
+        class Color(enum.Enum):
+            RED = 1
+
+        P = collections.namedtuple("P", "x y")
+
+        @dataclasses.dataclass
+        class D:
+            a: int
+
+        self.assertTrue(v(Color.RED).endswith("Color.RED"))
+        self.assertTrue(v(P(1, 2)).endswith("P(x=1,y=2)"))
+        self.assertTrue(v(D(3)).endswith("D(a=3)"))
+
+
+class Lazy(unittest.TestCase):
+    def test_iterators_are_consumed(self):
+        self.assertEqual(v(iter([1, 2])), "V:iter:list_iterator[1,2]")
+        self.assertEqual(v(x for x in (3,)), "V:iter:generator[3]")
+        self.assertEqual(v(map(str, [1])), 'V:iter:map["1"]')
+
+    def test_endless_iterator_is_cut(self):
+        import itertools
+        text = v(itertools.count())
+        self.assertTrue(text.endswith("…cut at %d]" % canon.MAX_ITEMS), text[-40:])
+
+    def test_raising_midway_is_part_of_the_answer(self):
+        def gen():
+            yield 1
+            raise KeyError("x")
+        self.assertEqual(v(gen()), "V:iter:generator[1,!E:KeyError]")
+
+    def test_order_only_of_a_lazy_set_is_told_from_one_pass(self):
+        text, free = canon.answer(iter([{"b", "a"}]))
+        self.assertEqual(free, 'V:iter:list_iterator[set["a","b"]]')
+
+    def test_files_are_not_read(self):
+        with open(os.devnull) as fh:
+            text = v(fh)
+        self.assertNotIn("iter:", text)
+        self.assertIn("TextIOWrapper", text)
+
+    def test_angle_repr_without_address_is_canonical(self):
+        class Missing:
+            def __repr__(self):
+                return "<missing>"
+        self.assertTrue(v(Missing()).endswith(":<missing>"))

@@ -1,0 +1,78 @@
+"""Discovery by ast (discover.py): functions, signatures, the gate's facts."""
+
+import ast
+import os
+import unittest
+
+from .. import discover, ladder
+
+
+class Discovery(unittest.TestCase):
+    def describe(self, src):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+            fh.write(src)
+        try:
+            return discover.describe_module(fh.name, "m.py")
+        finally:
+            os.unlink(fh.name)
+
+    def test_defs_in_blocks_are_listed_once(self):
+        rec = self.describe(
+            "import sys\n"
+            "try:\n    import nope\nexcept ImportError:\n    def a(x): return x\n"
+            "if sys.version_info > (3,):\n    def b(x, y): return x\nelse:\n    def b(x): return x\n"
+            "with open:\n    def c(): return 1\n"
+        )
+        names = [f["name"] for f in rec["functions"]]
+        self.assertEqual(names, ["a", "b", "c"])
+        self.assertEqual(rec["functions"][1]["required"], 2)
+
+    def test_overloads_fold_into_the_implementation(self):
+        rec = self.describe(
+            "import typing\n@typing.overload\ndef f(x: int) -> int: ...\n"
+            "@typing.overload\ndef f(x: str) -> str: ...\ndef f(x): return x\n"
+        )
+        self.assertEqual([(f["name"], f["line"]) for f in rec["functions"]], [("f", 6)])
+
+    def test_annotations_choose_the_first_rungs(self):
+        rec = self.describe("import datetime, pathlib\ndef f(d: datetime.date, p: 'pathlib.Path', n: Optional[int]): pass\n")
+        fn = rec["functions"][0]
+        self.assertEqual(fn["kinds"], ["date", "path", "int"])
+        first = ladder.rungs_of(3, fn["kinds"])[0]
+        self.assertIs(type(first[0]), ladder._dt.date)
+        self.assertIsInstance(first[1], ladder.pathlib.PurePath)
+        self.assertIs(type(first[2]), int)
+        self.assertEqual(len(ladder.rungs_of(3, fn["kinds"])), len(ladder.rungs(3)))
+
+
+class Facts(unittest.TestCase):
+    def facts(self, src):
+        tree = ast.parse(src)
+        aliases = {}
+        for n in tree.body:
+            discover._collect_imports(n, aliases)
+        fn = [n for n in tree.body if isinstance(n, ast.FunctionDef)][0]
+        return discover._describe_function(fn, aliases, {"helper"})
+
+    def test_calls_resolve_through_imports(self):
+        f = self.facts("import os as o\nfrom shutil import rmtree\ndef f(p):\n    o.remove(p)\n    rmtree(p)\n    helper()\n")
+        names = [c["name"] for c in f["facts"]["calls"]]
+        self.assertEqual(names, ["os.remove", "shutil.rmtree", "helper"])
+        self.assertTrue(f["facts"]["calls"][2]["local"])
+
+    def test_open_modes(self):
+        f = self.facts("def f(p, m):\n    open(p)\n    open(p, 'w')\n    open(p, mode=m)\n")
+        self.assertEqual([c["mode"] for c in f["facts"]["calls"]], ["r", "w", "?"])
+
+    def test_method_on_local_value(self):
+        f = self.facts("def f(p):\n    p.write_text('x')\n")
+        self.assertEqual(f["facts"]["calls"][0]["name"], ".write_text")
+
+    def test_signature(self):
+        f = self.facts("def f(a, b=1, *args, c, d=2, **kw):\n    pass\n")
+        self.assertEqual((f["required"], f["vararg"], f["varkw"], f["kwonly_required"]), (1, "args", "kw", ["c"]))
+
+    def test_set_iteration(self):
+        f = self.facts("def f(x):\n    for e in set(x):\n        pass\n    return list({1, 2})\n")
+        self.assertEqual(f["facts"]["set_iters"], [2, 4])

@@ -1,0 +1,117 @@
+"""The package run as the engine runs it (engine/job.go): python -s FOLDER
+MODE, the request on fd 4, records on fd 3, call marks on fd 5; and what
+__main__.py imports before anything scanned can be on sys.path."""
+
+import ast
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = __name__.rsplit(".", 2)[0]
+
+
+def modules():
+    """The package's own modules, by file name, without tests."""
+    return sorted(f for f in os.listdir(FOLDER) if f.endswith(".py"))
+
+
+def run(mode, request):
+    """Runs the worker in FOLDER (writing no bytecode beside it) and returns
+    its records and its stderr."""
+    with tempfile.TemporaryFile() as req, tempfile.TemporaryFile() as marks:
+        req.write(json.dumps(request).encode())
+        req.seek(0)
+        marks.write(b"\xff" * 8)
+        marks.flush()
+        r, w = os.pipe()
+
+        def descriptors():
+            moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (w, req.fileno(), marks.fileno())]
+            for target, fd in zip((3, 4, 5), moved):
+                os.dup2(fd, target)
+
+        proc = subprocess.Popen([sys.executable, "-B", "-s", FOLDER, mode], preexec_fn=descriptors, close_fds=False,
+                                env={"PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"},
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        os.close(w)
+        with os.fdopen(r, "rb") as fh:
+            out = fh.read()
+        _, err = proc.communicate(timeout=60)
+    return [json.loads(line) for line in out.splitlines()], err.decode()
+
+
+class Entry(unittest.TestCase):
+    def test_importing_main_imports_every_module(self):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import %s.main; "
+                "print(' '.join(sorted(m for m in sys.modules if m.startswith('%s.'))))" % (PACKAGE, PACKAGE))
+        out = subprocess.run([sys.executable, "-B", "-I", "-c", code, os.path.dirname(FOLDER)],
+                             check=True, capture_output=True, text=True).stdout.split()
+        want = sorted(PACKAGE + "." + f[:-3] for f in modules() if f not in ("__init__.py", "__main__.py"))
+        self.assertEqual(out, want)
+
+    def test_main_imports_every_module_the_package_imports_first(self):
+        def imported(path):
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            names = set()
+            for node in tree.body:  # at import; what a function imports is its own business
+                if isinstance(node, ast.Import):
+                    names.update(a.name for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names.add(node.module)
+            return names
+
+        first = imported(os.path.join(FOLDER, "__main__.py"))
+        for f in modules():
+            self.assertLessEqual(imported(os.path.join(FOLDER, f)), first, f)
+
+    def test_discover_and_the_ladders_function(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as src:
+            src.write("def f(x):\n    return x\n")
+            src.flush()
+            recs, err = run("discover", {"nonce": "N", "files": [{"path": src.name, "rel": "m.py"}]})
+        self.assertEqual([r["k"] for r in recs], ["module", "ladder", "done"], err)
+        self.assertTrue(all(r["n"] == "N" for r in recs))
+        self.assertEqual(recs[0]["functions"][0]["name"], "f")
+        # The ladder's function is shown as it always was: named in __main__.
+        self.assertIn(["function:__main__._callback"], recs[1]["rungs"]["1"])
+
+    def test_a_scanned_tree_does_not_stand_in_for_the_worker(self):
+        # A tree with modules named as the worker's, and a dataclasses.py
+        # and a locale.py that break whatever imports them.
+        root = tempfile.mkdtemp()
+        files = {
+            "canon.py": "def f(x):\n    return type('T', (), {'__repr__': lambda s: 'T'})()\n",
+            "probe.py": "import importlib.util, pickle, sys\n\ndef g(x):\n"
+                        "    return [__name__, [importlib.util.find_spec(m) for m in ('relay', 'seccomp', 'main')],\n"
+                        "            len(pickle.dumps(sys.modules['__main__']._callback)) > 0]\n",
+            "dataclasses.py": "raise RuntimeError('the scanned dataclasses.py ran')\n",
+            "locale.py": "raise RuntimeError('the scanned locale.py ran')\n",
+        }
+        for name, text in files.items():
+            with open(os.path.join(root, name), "w") as fh:
+                fh.write(text)
+        plan = {
+            "nonce": "N", "start": 0, "skip": [], "call_timeout": 10, "import_timeout": 30,
+            "modules": [{"index": i, "root": root, "name": n, "path": os.path.join(root, n + ".py")}
+                        for i, n in enumerate(("canon", "probe"))],
+            "functions": [{"module": 0, "name": "f", "arity": 1}, {"module": 1, "name": "g", "arity": 1}],
+            "calls": [[0, 0], [1, 0]],
+        }
+        try:
+            recs, err = run("probe", plan)
+        finally:
+            import shutil
+            shutil.rmtree(root)
+        answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
+        self.assertEqual(answers, {0: "V:canon.T:T", 1: 'V:["probe",[None,None,None],True]'}, (recs, err))
+        self.assertEqual(recs[-1]["k"], "done")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,90 @@
+"""The parent's relay of a child's records (relay.py) and the call mark (channel.py)."""
+
+import os
+import unittest
+
+from .. import channel, relay
+
+
+class _Sent:
+    def __init__(self):
+        self.records = []
+
+    def send(self, rec, flush=False):
+        self.records.append(rec)
+
+    def flush(self):
+        pass
+
+
+class Relay(unittest.TestCase):
+    """The parent passes on only what a module's child may say, and names
+    the call its mark says it is in."""
+
+    PLAN = {
+        "functions": [{"module": 0, "name": "a"}, {"module": 0, "name": "c"}, {"module": 1, "name": "b"}],
+        "calls": [[0, 0], [1, 0], [2, 0], [2, 1]],
+    }
+
+    def relay(self, *lines, lo=0, hi=2, mi=0):
+        ch = _Sent()
+        r, w = os.pipe()
+        rel = relay._Relay(self.PLAN, ch, lo, hi, mi, set(), w, channel.CallMark())
+        rel._lines(b"".join(line.encode() + b"\n" for line in lines))
+        os.close(r)
+        os.close(w)
+        return rel, ch.records
+
+    def test_own_calls_in_turn_pass_without_a_nonce(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"r","i":0,"v":"V:1"}',
+                               '{"k":"nc","i":1,"why":"x"}', '{"k":"end"}')
+        self.assertEqual(rel.tampered, "")
+        self.assertTrue(rel.ended)
+        self.assertEqual([r["k"] for r in sent], ["is", "id", "r", "nc"])
+
+    def test_another_modules_call_is_refused(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"r","i":2,"v":"V:1"}')
+        self.assertIn("out of turn", rel.tampered)
+        self.assertEqual([r["k"] for r in sent], ["is", "id"])
+
+    def test_a_nonce_or_done_is_refused(self):
+        rel, _ = self.relay('{"k":"done"}')
+        self.assertTrue(rel.tampered)
+        rel, _ = self.relay('{"k":"is","m":0,"n":"N"}')
+        self.assertIn("field", rel.tampered)
+
+    def test_a_result_before_the_import_or_twice_is_refused(self):
+        rel, sent = self.relay('{"k":"r","i":0,"v":"V:1"}')
+        self.assertTrue(rel.tampered)
+        self.assertEqual(sent, [])
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"r","i":0,"v":"V:1"}', '{"k":"r","i":0,"v":"V:2"}')
+        self.assertTrue(rel.tampered)
+        self.assertEqual(len(sent), 3)
+
+    def test_an_imports_start_and_end_are_acknowledged_once_passed_on(self):
+        # The end too: a function that kills the parent right after its
+        # import must not leave the engine believing the import still runs.
+        ch = _Sent()
+        r, w = os.pipe()
+        rel = relay._Relay(self.PLAN, ch, 0, 2, 0, set(), w, channel.CallMark())
+        rel._lines(b'{"k":"is","m":0}\n')
+        self.assertEqual(os.read(r, 10), b".")
+        self.assertEqual([x["k"] for x in ch.records], ["is"])
+        rel._lines(b'{"k":"id","m":0}\n{"k":"r","i":0,"v":"V:1"}\n')
+        self.assertEqual(os.read(r, 10), b".")
+        self.assertEqual([x["k"] for x in ch.records], ["is", "id", "r"])
+        os.close(r)
+        os.close(w)
+
+    def test_the_mark_names_only_an_unanswered_call_of_its_own(self):
+        mark = channel.CallMark()
+        rel = relay._Relay(self.PLAN, _Sent(), 0, 2, 0, set(), -1, mark)
+        mark.start(1)
+        self.assertEqual(rel.in_call(), 1)
+        mark.start(2)  # another module's call
+        self.assertEqual(rel.in_call(), -1)
+        rel.last = 1
+        mark.start(1)  # answered already
+        self.assertEqual(rel.in_call(), -1)
+        mark.end()
+        self.assertEqual(rel.in_call(), -1)

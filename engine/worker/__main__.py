@@ -69,6 +69,7 @@ if __name__ == "__main__":
     _worker = _load(_FOLDER)
     # The ladder's values, where pickle looks for them (ladder.py).
     _callback = _worker.ladder._callback
+    _Callback = _worker.ladder._Callback
     _BytesStream = _worker.ladder._BytesStream
     _TextStream = _worker.ladder._TextStream
     sys.exit(_worker.main.main(sys.argv))

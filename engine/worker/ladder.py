@@ -31,17 +31,35 @@ class _TextStream(io.StringIO):
         return "io.StringIO(%r)" % self.getvalue()
 
 
-def _callback(x=None, *more, **options):
+class _Callback:
     """The ladder's function, for what takes a callback, a key or a
-    function to decorate or inspect: it answers its first argument."""
-    return x
+    function to decorate or inspect: it answers its first argument.
+
+    An object rather than a def: a def's repr carries its address, and
+    code that upper-cases or hashes the repr of what it is given (a
+    template filter, a PIN hash) then looked moved by the process. Its
+    repr holds no address; copies and pickles of it are itself."""
+
+    __name__ = __qualname__ = "_callback"
+
+    def __call__(self, x=None, *more, **options):
+        return x
+
+    def __repr__(self):
+        return "<function _callback>"
+
+    def __reduce__(self):
+        return "_callback"  # the module's global: itself
+
+
+_callback = _Callback()
 
 
 # What scanned code holds of the worker's own is named as when the worker
 # was one script run as __main__, wherever it is defined now: the ladder's
 # display (function:__main__._callback), a type's name an answer shows,
 # and pickle, which finds these three in __main__ (__main__.py binds them).
-_BytesStream.__module__ = _TextStream.__module__ = _callback.__module__ = "__main__"
+_BytesStream.__module__ = _TextStream.__module__ = _Callback.__module__ = "__main__"
 
 
 FIVE_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]

@@ -26,6 +26,23 @@ class Ladder(unittest.TestCase):
         self.assertEqual(sizes, [3, 8])
         self.assertIn(["alpha", "beta", "gamma", "delta", "epsilon"], ladder.LADDER)
 
+    def test_the_callback_carries_no_address(self):
+        # Code that upper-cases or hashes what it is given sees the same
+        # text in every process; copies are the callback itself, and it is
+        # still shown and answered as the function it was.
+        import copy
+        import hashlib
+
+        f = ladder._callback
+        self.assertNotIn("0x", repr(f).lower())
+        self.assertNotIn(str(id(f)), repr(f))
+        self.assertEqual(hashlib.sha256(repr(f).upper().encode()).hexdigest(),
+                         hashlib.sha256(b"<FUNCTION _CALLBACK>").hexdigest())
+        self.assertIs(copy.deepcopy(f), f)
+        self.assertEqual(f(3), 3)
+        self.assertEqual(canon.display((f,)), ["function:__main__._callback"])
+        self.assertEqual(canon.canon_text(f)[0], "function:__main__._callback")
+
     def test_the_ladders_own_values_are_named_in_main(self):
         # As the worker has always shown them, wherever they are defined.
         self.assertEqual(canon.display((ladder._callback,)), ["function:__main__._callback"])

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -138,7 +139,13 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 		f.Reason = strings.Join(parts, "; ")
 	case c.Raised == n:
 		f.Verdict = VerdictLook
-		f.Reason = fmt.Sprintf("every rung raised — the ladder reached this function's type errors and never its behaviour (%d of %d rungs)", n, n)
+		types := raisedTypes(rungs)
+		if len(types) == 1 && types[0].name == "TypeError" {
+			f.Reason = fmt.Sprintf("every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (%d of %d rungs)", n, n)
+		} else {
+			f.Reason = fmt.Sprintf("every rung raised %s — its body, or what it reads, stopped every call (%s; %d of %d rungs)",
+				raisedNames(types), describeRaised(types), n, n)
+		}
 	case c.Excluded == n:
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no answer had a canonical form (%d of %d rungs)", n, n)
@@ -159,7 +166,72 @@ func judge(f *Function, rungs [][]outcome, ladder [][]string) {
 	default:
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form (of %d rungs)", c.Raised, c.Excluded, n)
+		if c.Raised > 0 {
+			f.Reason += "; raised: " + describeRaised(raisedTypes(rungs))
+		}
 	}
+}
+
+// raisedType is an exception type and how many rungs raised it.
+type raisedType struct {
+	name  string
+	rungs int
+}
+
+// raisedTypes counts, per exception type, the rungs whose first canonical
+// outcome raised it, most first (then by name).
+func raisedTypes(rungs [][]outcome) []raisedType {
+	count := map[string]int{}
+	for _, runs := range rungs {
+		for _, o := range runs {
+			if o.kind == answered {
+				break
+			}
+			if o.kind == raisedK {
+				count[strings.TrimPrefix(o.value, "E:")]++
+				break
+			}
+		}
+	}
+	var out []raisedType
+	for name, n := range count {
+		out = append(out, raisedType{name, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].rungs != out[j].rungs {
+			return out[i].rungs > out[j].rungs
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// raisedNames names the exception types, three at most, without counts:
+// the words that group looks alike.
+func raisedNames(types []raisedType) string {
+	var names []string
+	for i, t := range types {
+		if i == 3 {
+			names = append(names, "others")
+			break
+		}
+		names = append(names, t.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// describeRaised names the exception types: "FileNotFoundError on 30,
+// TypeError on 7", three at most.
+func describeRaised(types []raisedType) string {
+	var parts []string
+	for i, t := range types {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more types", len(types)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s on %d", t.name, t.rungs))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // inProcess returns a witness from an in-process breaker that want

@@ -57,3 +57,24 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestLookNamesWhatStoppedIt: a look whose rungs all raised names the
+// exception types, so a user can tell the ladder's type errors from a
+// body or a sandbox that stopped every call.
+func TestLookNamesWhatStoppedIt(t *testing.T) {
+	e := func(typ string) outcome { return outcome{kind: raisedK, value: "E:" + typ} }
+	for _, c := range []struct {
+		rungs [][]outcome
+		says  string
+	}{
+		{[][]outcome{{e("TypeError"), e("TypeError")}, {e("TypeError"), e("TypeError")}}, "every rung raised TypeError — the ladder reached this function's type errors"},
+		{[][]outcome{{e("FileNotFoundError")}, {e("FileNotFoundError")}, {e("TypeError")}}, "every rung raised FileNotFoundError, TypeError — its body, or what it reads, stopped every call (FileNotFoundError on 2, TypeError on 1; 3 of 3 rungs)"},
+		{[][]outcome{{e("EOFError")}, {{kind: excluded}}}, "no rung answered: 1 raised, 1 had no canonical form (of 2 rungs); raised: EOFError on 1"},
+	} {
+		f := &Function{}
+		judge(f, c.rungs, nil)
+		if f.Verdict != VerdictLook || !strings.HasPrefix(f.Reason, c.says) {
+			t.Errorf("%s: %q, want it to start %q", f.Verdict, f.Reason, c.says)
+		}
+	}
+}

@@ -54,7 +54,7 @@ func synthetic() *Report {
 	f = r.AddFunction("pkg/a.py::set_mode", 21)
 	f.Verdict, f.Reason, f.Moves = VerdictDeterministic, "no run disagreed; not a guarantee; raised on 0 of 37 rungs", []string{"pkg/a.py::get_mode"}
 	f = r.AddFunction("pkg/a.py::strict", 24)
-	f.Verdict, f.Reason = VerdictLook, "every rung raised — the ladder reached this function's type errors and never its behaviour (37 of 37 rungs)"
+	f.Verdict, f.Reason = VerdictLook, "every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (37 of 37 rungs)"
 	f.Contained = []Event{{Kind: "timeout", Run: 1, Rung: 3, Detail: "ran past the 10s call limit"}}
 	f = r.AddFunction("pkg/a.py::many", 27)
 	f.Verdict, f.Reason = VerdictNotProbed, "4 required parameters: the ladder covers 0 to 3"

@@ -23,7 +23,7 @@ class NoCanon(Exception):
 # A repr with an address in it means nothing from one process to the next;
 # a repr shaped <...> without one (an enum member, a sentinel) is canonical.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{8,}")
-_AT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_AT_ADDRESS = re.compile(r" at 0x[0-9a-f]+", re.I)
 # Inside a <...> repr a long decimal is an address too: a thread's ident,
 # an id().
 _ANGLE_ID = re.compile(r"^<.*\b\d{12,}\b.*>$", re.S)
@@ -71,15 +71,13 @@ def _canon(x, out, path, ctx):
             out.append(repr(x))
         return
     if t is str:
-        # A string can carry an address (a repr echoed back, even quoted or
-        # escaped): masked, as a value whose repr holds one has no canonical
-        # form; so is the ladder's own function's address, in hex or as an
-        # id, however the function wrote it.
-        if " at 0x" in x:
-            x = _AT_ADDRESS.sub(" at 0x…", x)
-        for mark in _LADDER_IDS:
-            if mark in x:
-                x = x.replace(mark, "<ladder address>")
+        # A string that carries an address (a repr echoed back, even quoted,
+        # escaped or upper-cased; the ladder's own function's id, however
+        # the function wrote it) has no canonical form, as a value whose
+        # repr holds one: masking it would count a rung as answered when
+        # nothing comparable came back.
+        if _AT_ADDRESS.search(x) or any(m in x for m in _LADDER_IDS):
+            raise NoCanon("str holding an address")
         out.append(_quote(x))
         return
     if t is bytes or t is bytearray:
@@ -234,7 +232,7 @@ def _plain_strings(x):
         if type(e) is not str:
             return False
     joined = "\x00".join(x)
-    return " at 0x" not in joined and not any(m in joined for m in _LADDER_IDS)
+    return not _AT_ADDRESS.search(joined) and not any(m in joined for m in _LADDER_IDS)
 
 
 def shorten(text):

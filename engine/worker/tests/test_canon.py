@@ -30,6 +30,13 @@ class Canonical(unittest.TestCase):
     def test_exceptions_by_type_only(self):
         self.assertEqual(canon.raised(ValueError("at /home/x/0x1234")), "E:ValueError")
 
+    def test_a_string_holding_an_address_has_no_canonical_form(self):
+        # Not masked and counted as answered: excluded.
+        for text in ("<object object at 0x7f3a2b1c>", "<OBJECT OBJECT AT 0X7F3A2B1C>", ["ok", "x at 0xdeadbeef"]):
+            with self.assertRaises(canon.NoCanon):
+                canon.canon_text(text)
+        self.assertEqual(canon.canon_text("at 0x12 is not an address")[0], '"at 0x12 is not an address"')
+
     def test_address_has_no_canonical_form(self):
         with self.assertRaises(canon.NoCanon):
             canon.answer(object())

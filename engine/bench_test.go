@@ -6,6 +6,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/host"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkFixtureScan(b *testing.B) {
 		b.Fatal(err)
 	}
 	opts := engine.Options{Runtime: host.New(), Python: testenv.Python(b), Runs: 3, Jobs: 2, Seed: 1, CacheDir: cacheDir}
-	var rep *engine.Report
+	var rep *report.Report
 	b.ResetTimer()
 	for range b.N {
 		if rep, err = engine.Scan(context.Background(), opts, []engine.Target{tg}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -358,7 +359,7 @@ func (b *bisection) segment(sh *shard, funcs []int, byIndex map[int]*probe) *pro
 func (s *scan) movedBy(b *bisection, culprit string) {
 	f := b.p.fn
 	w := f.Witness
-	m := &MovedBy{Culprit: culprit, Run: b.run, Rung: w.Rung, Alone: b.alone, Moved: b.moved}
+	m := &report.MovedBy{Culprit: culprit, Run: b.run, Rung: w.Rung, Alone: b.alone, Moved: b.moved}
 	if b.run < 0 {
 		m.Run, m.Moved = w.Answers[1].Run, w.Answers[1].Value
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -219,7 +220,7 @@ func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions
 	}
 	if exit != nil && s.opts.Measure {
 		s.peakMu.Lock()
-		s.workers = append(s.workers, Worker{Job: name, Run: rc.ID, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
+		s.workers = append(s.workers, report.Worker{Job: name, Run: rc.ID, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
 		s.peakMu.Unlock()
 	}
 	return out, nil

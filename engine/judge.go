@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // judgeAll turns outcomes into verdicts. A failure in some runs only (an
 // import that fails under one run's conditions, a sandbox that could not
 // start once) does not hide the other runs: an import that fails in one run
 // is an answer of that run, and a disagreement like any other.
-func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder ladders) {
+func (s *scan) judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders) {
 	for i := range rep.Modules {
 		// Modules are listed in files order, the same order probes use.
 		for _, p := range probes {
@@ -37,7 +39,7 @@ func (s *scan) judgeAll(rep *Report, probes []*probe, res *results, ladder ladde
 			continue
 		} else if len(fails) > 0 {
 			for run, why := range fails {
-				f.Contained = append(f.Contained, Event{Kind: "sandbox", Run: run, Detail: why})
+				f.Contained = append(f.Contained, report.Event{Kind: "sandbox", Run: run, Detail: why})
 			}
 		}
 		if fails := res.importErr[p.Module]; len(fails) >= f.Runs {
@@ -77,8 +79,8 @@ func (s *scan) runsOf(p *probe) int {
 
 // judge compares one function's canonical answers across runs. A witness
 // wins over every other rule: nothing that disagreed can become a look.
-func judge(f *Function, rungs [][]outcome, ladder [][]string) {
-	c := RungCounts{Total: len(rungs)}
+func judge(f *report.Function, rungs [][]outcome, ladder [][]string) {
+	c := report.RungCounts{Total: len(rungs)}
 	for ri, runs := range rungs {
 		if f.Witness == nil {
 			f.Witness = disagreement(ri, runs, ladder)
@@ -236,14 +238,14 @@ func describeRaised(types []raisedType) string {
 
 // inProcess returns a witness from an in-process breaker that want
 // accepts: one process answered one rung two ways.
-func inProcess(rungs [][]outcome, ladder [][]string, want func(breaker string) bool) *Witness {
+func inProcess(rungs [][]outcome, ladder [][]string, want func(breaker string) bool) *report.Witness {
 	for ri, runs := range rungs {
 		for run, o := range runs {
 			if o.breaker == "" || !want(o.breaker) || (o.kind != answered && o.kind != raisedK) {
 				continue
 			}
-			w := &Witness{Rung: ri, Args: []string{}, Breaker: o.breaker,
-				Answers: []Answer{{Run: run, Value: o.value}, {Run: run, Value: o.value2}}}
+			w := &report.Witness{Rung: ri, Args: []string{}, Breaker: o.breaker,
+				Answers: []report.Answer{{Run: run, Value: o.value}, {Run: run, Value: o.value2}}}
 			if ri < len(ladder) {
 				w.Args = ladder[ri]
 			}
@@ -255,7 +257,7 @@ func inProcess(rungs [][]outcome, ladder [][]string, want func(breaker string) b
 
 // disagreement returns a witness when two runs gave different canonical
 // answers to one rung.
-func disagreement(ri int, runs []outcome, ladder [][]string) *Witness {
+func disagreement(ri int, runs []outcome, ladder [][]string) *report.Witness {
 	first := -1
 	for run, o := range runs {
 		if o.kind != answered && o.kind != raisedK {
@@ -269,7 +271,7 @@ func disagreement(ri int, runs []outcome, ladder [][]string) *Witness {
 			continue
 		}
 		a, b := runs[first], o
-		w := &Witness{Rung: ri, Args: []string{}, Answers: []Answer{{Run: first, Value: a.value}, {Run: run, Value: b.value}}}
+		w := &report.Witness{Rung: ri, Args: []string{}, Answers: []report.Answer{{Run: first, Value: a.value}, {Run: run, Value: b.value}}}
 		if ri < len(ladder) {
 			w.Args = ladder[ri]
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // TestJudge: a verdict from a function's answers alone, without Python. A
@@ -35,7 +37,7 @@ func TestJudge(t *testing.T) {
 		{"no canonical form", [][]outcome{{x, x}, {x, x}}, VerdictLook, "no answer had a canonical form", [2]int{}, "", false, false},
 		{"contained", [][]outcome{{{kind: timedOut}, {kind: timedOut}}, {{kind: skipped}, {kind: skipped}}}, VerdictLook, "timed out", [2]int{}, "", false, false},
 	} {
-		f := &Function{}
+		f := &report.Function{}
 		judge(f, c.rungs, ladder)
 		if f.Verdict != c.verdict || !strings.Contains(f.Reason, c.reason) {
 			t.Errorf("%s: %s (%s), want %s saying %q", c.name, f.Verdict, f.Reason, c.verdict, c.reason)
@@ -71,7 +73,7 @@ func TestLookNamesWhatStoppedIt(t *testing.T) {
 		{[][]outcome{{e("FileNotFoundError")}, {e("FileNotFoundError")}, {e("TypeError")}}, "every rung raised FileNotFoundError, TypeError — its body, or what it reads, stopped every call (FileNotFoundError on 2, TypeError on 1; 3 of 3 rungs)"},
 		{[][]outcome{{e("EOFError")}, {{kind: excluded}}}, "no rung answered: 1 raised, 1 had no canonical form (of 2 rungs); raised: EOFError on 1"},
 	} {
-		f := &Function{}
+		f := &report.Function{}
 		judge(f, c.rungs, nil)
 		if f.Verdict != VerdictLook || !strings.HasPrefix(f.Reason, c.says) {
 			t.Errorf("%s: %q, want it to start %q", f.Verdict, f.Reason, c.says)

@@ -3,13 +3,15 @@ package engine
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -43,12 +45,12 @@ type results struct {
 	mu         sync.Mutex
 	importErr  map[int]map[int]string // module -> run slot -> why its import failed
 	notCall    map[int]string         // probe -> why it is not callable
-	events     map[int][]Event
+	events     map[int][]report.Event
 	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
 	ladder     ladders
 }
 
-func (r *results) event(p int, e Event) {
+func (r *results) event(p int, e report.Event) {
 	r.mu.Lock()
 	r.events[p] = append(r.events[p], e)
 	r.mu.Unlock()
@@ -56,7 +58,7 @@ func (r *results) event(p int, e Event) {
 
 func newResults() *results {
 	return &results{calls: map[int][][]outcome{}, importErr: map[int]map[int]string{}, notCall: map[int]string{},
-		events: map[int][]Event{}, shardError: map[int]map[int]string{}}
+		events: map[int][]report.Event{}, shardError: map[int]map[int]string{}}
 }
 
 // runRuns runs every shard under every one of runs, up to Jobs
@@ -221,7 +223,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions
 			fi, ri := plan.Calls[forged][0], plan.Calls[forged][1]
 			detail := "forged records on the channel; its results and those after it in this run were dropped and re-run"
 			set(fi, ri, outcome{kind: crashed, detail: detail})
-			res.event(sh.Probes[fi].Index, Event{Kind: "tampered", Run: run, Rung: ri, Detail: detail})
+			res.event(sh.Probes[fi].Index, report.Event{Kind: "tampered", Run: run, Rung: ri, Detail: detail})
 			skip[fi] = true
 			plan.Start = forged + 1
 			continue
@@ -300,7 +302,7 @@ func (a *shardRun) answered(call int, rec record) {
 	p := a.probeOf(call)
 	a.res.calls[p.Index][ri][a.run] = o
 	if rec.Threads > 0 {
-		a.res.event(p.Index, Event{Kind: "thread", Run: a.run, Rung: ri,
+		a.res.event(p.Index, report.Event{Kind: "thread", Run: a.run, Rung: ri,
 			Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Threads)})
 	}
 }
@@ -322,7 +324,7 @@ func (a *shardRun) lost(call int, kind, detail string) {
 		o.kind = timedOut
 	}
 	a.res.calls[p.Index][ri][a.run] = o
-	a.res.event(p.Index, Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})
+	a.res.event(p.Index, report.Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})
 }
 
 func (a *shardRun) arm(d time.Duration) { a.wd.arm(d) }

@@ -24,7 +24,7 @@ type Replayed struct {
 // Replay re-runs one function of a report on its witness input, under the
 // conditions of the witness's two runs, exactly as recorded. root is the
 // folder the report's targets are relative to ("" for the current one).
-func Replay(ctx context.Context, opts Options, rep *Report, id, root string) ([]Replayed, *Function, error) {
+func Replay(ctx context.Context, opts Options, rep *report.Report, id, root string) ([]Replayed, *report.Function, error) {
 	f := rep.Function(id)
 	if f == nil {
 		return nil, nil, &usageError{fmt.Sprintf("no function %q in the report", id)}

@@ -1,27 +1,11 @@
 package engine
 
 import (
-	"github.com/nondet-sandbox/nondet-sandbox/report"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"path/filepath"
 	"strings"
-)
 
-// The report's types live in package report, which the command line and
-// replay read without the engine; the engine fills them in.
-type (
-	Report       = report.Report
-	Function     = report.Function
-	Witness      = report.Witness
-	Answer       = report.Answer
-	MovedBy      = report.MovedBy
-	Module       = report.Module
-	Tool         = report.Tool
-	Census       = report.Census
-	RungCounts   = report.RungCounts
-	Measurements = report.Measurements
-	Worker       = report.Worker
-	Event        = report.Event
+	"github.com/nondet-sandbox/nondet-sandbox/report"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // Verdicts and breakers, as package report names them.
@@ -35,16 +19,16 @@ const (
 	BreakerOrderFree        = report.BreakerOrderFree
 )
 
-func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Report {
-	rep := &Report{
-		Tool:           Tool{Name: "nondet-sandbox", Version: s.opts.Version},
+func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *report.Report {
+	rep := &report.Report{
+		Tool:           report.Tool{Name: "nondet-sandbox", Version: s.opts.Version},
 		Runtime:        s.opts.Runtime.Name(),
 		Python:         s.opts.Python,
 		Seed:           s.opts.Seed,
 		CallerHashSeed: s.opts.CallerHashSeed,
-		Modules:        []Module{},
+		Modules:        []report.Module{},
 		Targets:        []string{},
-		Functions:      []*Function{},
+		Functions:      []*report.Function{},
 		Skipped:        []sandbox.Support{},
 	}
 	rep.Runs = append(rep.Runs, s.runs...)
@@ -54,9 +38,9 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *Repo
 	}
 	for _, f := range files {
 		m := disc.modules[f.Rel]
-		mod := Module{Path: f.Rel, Status: "unreadable", Error: "discovery did not report this file"}
+		mod := report.Module{Path: f.Rel, Status: "unreadable", Error: "discovery did not report this file"}
 		if m != nil {
-			mod = Module{Path: f.Rel, Status: m.Status, Error: m.Error}
+			mod = report.Module{Path: f.Rel, Status: m.Status, Error: m.Error}
 		}
 		if base := s.opts.LocationBase; base != "" {
 			// Only inside the base: code scanning cannot place a file

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
@@ -43,7 +44,7 @@ type scan struct {
 	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
 	tasksDone, tasksPlanned atomic.Int64
 	peakMu                  sync.Mutex
-	workers                 []Worker // measurements, when asked for
+	workers                 []report.Worker // measurements, when asked for
 	masks                   []sandbox.Mask
 	orderFree               map[string][]int
 	files                   []sourceFile
@@ -52,7 +53,7 @@ type scan struct {
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
-func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) {
+func Scan(ctx context.Context, opts Options, targets []Target) (*report.Report, error) {
 	src, err := Resolve(targets, Filter{})
 	if err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func Scan(ctx context.Context, opts Options, targets []Target) (*Report, error) 
 }
 
 // ScanSources scans what Resolve found.
-func ScanSources(ctx context.Context, opts Options, src *Sources) (*Report, error) {
+func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Report, error) {
 	s, closeScan, err := openScan(ctx, opts, src.files)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*Report, erro
 	rep.Excluded = src.excluded
 	if opts.Measure {
 		sort.Slice(s.workers, func(i, j int) bool { return s.workers[i].Job < s.workers[j].Job })
-		rep.Measurements = &Measurements{Workers: s.workers}
+		rep.Measurements = &report.Measurements{Workers: s.workers}
 	}
 	for _, rungs := range results.calls {
 		for _, runs := range rungs {
@@ -182,7 +183,7 @@ func openTargets(ctx context.Context, opts Options, targets []Target) (*scan, fu
 // probed is what the main runs of a scan found: the report to fill in,
 // the functions called, their outcomes and what discovery listed.
 type probed struct {
-	report  *Report
+	report  *report.Report
 	probes  []*probe
 	results *results
 	disc    *discovery
@@ -500,14 +501,14 @@ type probe struct {
 	Kinds     []string // what annotations say each required parameter takes
 	Ladder    string   // the key of its rungs
 	Module    int      // index into the scan's module list
-	fn        *Function
+	fn        *report.Function
 	smelly    bool  // gets the extra hash-seed runs
 	orderFree []int // parameters declared order-free
 }
 
 // selectProbes decides which functions are called, and records every
 // other one as not probed with its reason.
-func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *Report) []*probe {
+func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Report) []*probe {
 	var probes []*probe
 	enforce := !s.opts.Runtime.Isolated() && !s.opts.Unsafe
 	orderFree := s.orderFree

@@ -3,13 +3,14 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // scanOn runs a real scan on the given runtime with a real interpreter:
 // an integration test, out of the unit tier (-short).
-func scanOn(t *testing.T, rt sandbox.Runtime, mutate func(*engine.Options), args ...string) *engine.Report {
+func scanOn(t *testing.T, rt sandbox.Runtime, mutate func(*engine.Options), args ...string) *report.Report {
 	t.Helper()
 	testenv.Integration(t)
 	opts := engine.Options{
@@ -59,12 +60,12 @@ func scanOn(t *testing.T, rt sandbox.Runtime, mutate func(*engine.Options), args
 	return rep
 }
 
-func scan(t *testing.T, mutate func(*engine.Options), args ...string) *engine.Report {
+func scan(t *testing.T, mutate func(*engine.Options), args ...string) *report.Report {
 	t.Helper()
 	return scanOn(t, host.New(), mutate, args...)
 }
 
-func fn(t *testing.T, rep *engine.Report, id string) *engine.Function {
+func fn(t *testing.T, rep *report.Report, id string) *report.Function {
 	t.Helper()
 	f := rep.Function(id)
 	if f == nil {
@@ -77,7 +78,7 @@ func fn(t *testing.T, rep *engine.Report, id string) *engine.Function {
 	return f
 }
 
-func module(t *testing.T, rep *engine.Report, path string) engine.Module {
+func module(t *testing.T, rep *report.Report, path string) report.Module {
 	t.Helper()
 	for _, m := range rep.Modules {
 		if m.Path == path {
@@ -85,7 +86,7 @@ func module(t *testing.T, rep *engine.Report, path string) engine.Module {
 		}
 	}
 	t.Fatalf("no module %s in report: %+v", path, rep.Modules)
-	return engine.Module{}
+	return report.Module{}
 }
 
 func TestContainment(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 )
@@ -151,7 +152,7 @@ func runBench(ctx context.Context, opts benchOptions, args []string, out io.Writ
 		}
 		defer closeRuntime(rt)
 		var walls, cpus, engines []time.Duration
-		var rep *engine.Report
+		var rep *report.Report
 		for range opts.repeat {
 			start := time.Now()
 			eng0, kids0 := cpuTime()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // TestProbesLoadDiscoverysBytecode: on a container runtime every probe
@@ -54,7 +55,7 @@ func TestProbesLoadDiscoverysBytecode(t *testing.T) {
 	if !errors.Is(err, errFindings) {
 		t.Fatalf("want findings, got %v\n%s", err, errOut.String())
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -46,7 +47,7 @@ func TestEachCauseIsNamed(t *testing.T) {
 			if !errors.Is(err, errFindings) {
 				t.Fatalf("%v\n%s", err, errOut.String())
 			}
-			var rep engine.Report
+			var rep report.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // corpusTargets finds the installed corpus packages (fixtures/corpus/packages)
@@ -71,7 +72,7 @@ func TestRealWorldCorpus(t *testing.T) {
 	if err != nil && !errors.Is(err, errFindings) {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 func fixtureLabels(t *testing.T) map[string]string {
@@ -27,7 +28,7 @@ func fixtureLabels(t *testing.T) map[string]string {
 }
 
 // runJSON runs a real scan on the host runtime: an integration test.
-func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
+func runJSON(t *testing.T, args ...string) (*report.Report, []byte, error) {
 	t.Helper()
 	testenv.Integration(t)
 	opts := testOptions(t, "host", 0)
@@ -46,7 +47,7 @@ func runJSON(t *testing.T, args ...string) (*engine.Report, []byte, error) {
 		opts.seed = seed
 	}
 	err := runRun(context.Background(), opts, args, &out, &errOut)
-	var rep engine.Report
+	var rep report.Report
 	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
 		t.Fatalf("report is not JSON: %v\n%s\nstderr: %s", jerr, out.String(), errOut.String())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 // precisionLabel is one line of fixtures/precision.labels.
@@ -54,7 +55,7 @@ func TestPrecisionFixtures(t *testing.T) {
 			if !errors.Is(err, errFindings) {
 				t.Fatalf("%v\n%s", err, errOut.String())
 			}
-			var rep engine.Report
+			var rep report.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
 func embeddedOrHost(t *testing.T) string {
@@ -60,7 +60,7 @@ func TestDogfoodWorker(t *testing.T) {
 	if err := runRun(context.Background(), opts, []string{"../../engine/worker"}, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +99,9 @@ func TestSameSeedSameFixtureJSON(t *testing.T) {
 
 var valueField = regexp.MustCompile(`"value": "(?:[^"\\]|\\.)*"`)
 
-func blankProcessValues(t *testing.T, report []byte) string {
-	var rep engine.Report
-	if err := json.Unmarshal(report, &rep); err != nil {
+func blankProcessValues(t *testing.T, data []byte) string {
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
 	process := map[string]bool{}
@@ -113,7 +113,7 @@ func blankProcessValues(t *testing.T, report []byte) string {
 	// Blank the answer values inside the functions moved by the process.
 	var b strings.Builder
 	current := ""
-	for _, line := range strings.Split(string(report), "\n") {
+	for _, line := range strings.Split(string(data), "\n") {
 		if m := regexp.MustCompile(`^\s*"id": "(.*)",$`).FindStringSubmatch(line); m != nil {
 			current = m[1]
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
 	"github.com/spf13/pflag"
@@ -65,7 +66,7 @@ func TestFixtureVerdictsSameOnEveryRuntime(t *testing.T) {
 			if !errors.Is(err, errFindings) {
 				t.Fatalf("%s: %v\n%s", rt, err, errOut.String())
 			}
-			var rep engine.Report
+			var rep report.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +150,7 @@ def whole():
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/embedded"
 )
 
@@ -58,7 +59,7 @@ func TestStdlibScan(t *testing.T) {
 	if err != nil && err != errFindings {
 		t.Fatalf("the scan did not finish: %v\n%s", err, stderr.String())
 	}
-	var rep engine.Report
+	var rep report.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

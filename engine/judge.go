@@ -86,8 +86,16 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string) {
 			f.Witness = disagreement(ri, runs, ladder)
 		}
 		has := map[outcomeKind]bool{}
+		reached := map[reach]bool{}
 		for _, o := range runs {
 			has[o.kind] = true
+			reached[o.reach] = true
+		}
+		switch {
+		case reached[reachYes]:
+			c.Reached++
+		case !reached[reachNo] && (has[answered] || has[raisedK]):
+			c.Unmeasured++
 		}
 		switch {
 		case has[answered]:

@@ -37,7 +37,17 @@ type outcome struct {
 	// the same process answered value2 instead of value.
 	breaker string
 	value2  string
+	reach   reach
 }
+
+// reach is whether a call entered the function's own frame.
+type reach uint8
+
+const (
+	reachUnknown reach = iota // not measured: no code object, or no answer
+	reachYes                  // it returned, or raised from inside its body
+	reachNo                   // it raised before its body ran (binding the arguments)
+)
 
 // results collects every outcome of a scan.
 type results struct {
@@ -298,6 +308,12 @@ func (a *shardRun) answered(call int, rec record) {
 		o = outcome{kind: excluded, detail: rec.Excluded}
 	case len(rec.Value) > 1 && rec.Value[0] == 'E':
 		o.kind = raisedK
+	}
+	if rec.Reached != nil {
+		o.reach = reachNo
+		if *rec.Reached == 1 {
+			o.reach = reachYes
+		}
 	}
 	p := a.probeOf(call)
 	a.res.calls[p.Index][ri][a.run] = o

@@ -61,6 +61,7 @@ type record struct {
 	Why       string     `json:"why"`
 	Breaker   string     `json:"b"`
 	Value2    string     `json:"v2"`
+	Reached   *int       `json:"rb"`
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
 }

@@ -62,6 +62,11 @@ func synthetic() *Report {
 	f.Verdict, f.Causes, f.Suppressed = VerdictNondeterministic, []string{"clock"}, &Suppression{Line: 5, Causes: []string{"clock"}}
 	f.Witness = &Witness{Rung: 0, Args: []string{}, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 1, Value: "V:2"}}}
 	r.Packages = []Package{{Name: "pkg", Version: "1.0", Modules: []string{"pkg"}}}
+	for _, f := range r.Functions {
+		if f.Verdict == VerdictNondeterministic || f.Verdict == VerdictDeterministic {
+			f.Rungs.Reached = 5 // the look and the function not probed reached nothing
+		}
+	}
 	r.Finish()
 	// A baseline that already had the in-process finding.
 	r.ApplyBaseline(&Report{Functions: []*Function{{ID: "pkg/a.py::counter", Verdict: VerdictNondeterministic, Causes: []string{BreakerRepeat}}}})

@@ -221,6 +221,12 @@ type RungCounts struct {
 	Excluded int `json:"excluded"`
 	TimedOut int `json:"timed_out"`
 	Crashed  int `json:"crashed"`
+	// Reached counts the rungs whose call entered the function's own
+	// frame (it returned, or raised from inside its body) in some run; a
+	// TypeError while binding the arguments did not. Unmeasured calls (a
+	// callable with no code object) count in Unmeasured instead.
+	Reached    int `json:"reached"`
+	Unmeasured int `json:"unmeasured,omitempty"`
 }
 
 // Census counts each verdict and names every look.
@@ -235,6 +241,11 @@ type Census struct {
 	// function left. Neither is a finding.
 	OrderSensitive int `json:"order_sensitive"`
 	MovedByOthers  int `json:"moved_by_others"`
+	// Probed counts the functions that were called (every verdict but not
+	// probed), Reached those of them whose body some rung entered: how much
+	// of the code a clean report speaks for.
+	Probed  int `json:"probed"`
+	Reached int `json:"reached"`
 	// Suppressed counts findings ignored in the source, InBaseline those
 	// the baseline already had: both are among Nondeterministic.
 	Suppressed int `json:"suppressed,omitempty"`
@@ -281,6 +292,12 @@ func (c *Census) count(f *Function) {
 	}
 	if f.MovedBy != nil {
 		c.MovedByOthers++
+	}
+	if f.Verdict != VerdictNotProbed && f.Verdict != "" {
+		c.Probed++
+		if f.Rungs.Reached > 0 {
+			c.Reached++
+		}
 	}
 	switch f.Verdict {
 	case VerdictNondeterministic:

@@ -204,6 +204,9 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
+	if c.Probed > 0 {
+		p.f("reach: %d of %d probed functions had a call enter their body (a clean report speaks for those)\n", c.Reached, c.Probed)
+	}
 	for _, pk := range r.Packages {
 		pc := pk.Census
 		p.f("  %s %s: %d nondeterministic · %d deterministic · %d look · %d not probed\n", pk.Name, pk.Version,

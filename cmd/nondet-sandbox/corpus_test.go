@@ -93,8 +93,11 @@ func TestRealWorldCorpus(t *testing.T) {
 		t.Errorf("finding not triaged in fixtures/corpus/labels: %s", id)
 	}
 	c := rep.Census
-	t.Logf("corpus: %d functions; %d nondeterministic (%d true, %d false), %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others",
-		len(rep.Functions), c.Nondeterministic, truePos, falsePos, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers)
+	t.Logf("corpus: %d functions; %d nondeterministic (%d true, %d false), %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others; reach %d of %d probed",
+		len(rep.Functions), c.Nondeterministic, truePos, falsePos, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers, c.Reached, c.Probed)
+	if c.Probed == 0 || c.Reached == 0 || c.Reached > c.Probed {
+		t.Errorf("reach %d of %d probed functions: not measured", c.Reached, c.Probed)
+	}
 	if n := truePos + falsePos; n > 0 {
 		precision := float64(truePos) / float64(n)
 		t.Logf("precision of nondeterministic: %.3f", precision)

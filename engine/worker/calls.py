@@ -5,6 +5,7 @@ import copy
 import datetime as _dt
 import pathlib
 import threading
+import types
 
 from .canon import NoCanon, _typename, answer, raised
 from .ladder import rungs_of
@@ -64,7 +65,10 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         threads = threading.active_count()
         before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}
-        v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()))
+        reach = []
+        v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
+        if reach and reach[0] is not None:
+            rec["rb"] = 1 if reach[0] else 0
         if v is None:
             rec["x"] = why
         else:
@@ -133,13 +137,19 @@ def _copier(args):
     return lambda a: tuple(a[i] if k is None else k(a[i]) for i, k in enumerate(kinds))
 
 
-def call(target, args):
+def call(target, args, reach=None):
     """One call: (canonical, order_free, None), or (None, None, why) when
-    the answer has no canonical form."""
+    the answer has no canonical form. With reach, a list, it appends
+    whether the call entered the function's own frame (None: no code
+    object to tell by)."""
     try:
         value = target(*args)
     except BaseException as e:  # raising is an answer: its type is canonical
+        if reach is not None:
+            reach.append(_entered(target, e.__traceback__))
         return raised(e), None, None
+    if reach is not None:
+        reach.append(True)  # it returned: its body ran
     try:
         v, free = answer(value)
         return v, free, None
@@ -153,14 +163,15 @@ def call(target, args):
         return None, None, "its repr raised %s" % _typename(type(e))
 
 
-def probe_call(target, base, reset=lambda: None, order_free=()):
+def probe_call(target, base, reset=lambda: None, order_free=(), reach=None):
     """One rung: the call, then the governor's in-process breakers. Every
     call is made from this one line, so a function that looks at its
     caller's stack sees the same stack each time. Returns (canonical,
-    order_free, why, breaker, second answer)."""
+    order_free, why, breaker, second answer); reach, a list, gets whether
+    the first call entered the function's frame."""
     first = first_free = None
     for breaker, args in _breaker_inputs(base, order_free):
-        v, free, why = call(target, args)
+        v, free, why = call(target, args, reach if breaker is None else None)
         reset()
         if breaker is None:
             if v is None:
@@ -169,6 +180,36 @@ def probe_call(target, base, reset=lambda: None, order_free=()):
         elif v is not None and v != first:
             return first, first_free, None, breaker, v
     return first, first_free, None, None, None
+
+
+def _code_of(target):
+    """The code object of the function a call runs: under functools.wraps
+    decorators, the innermost one's; None when there is none (a builtin, a
+    callable object)."""
+    try:
+        f = target
+        for _ in range(50):
+            wrapped = getattr(f, "__wrapped__", None)
+            if wrapped is None:
+                break
+            f = wrapped
+        code = getattr(f, "__code__", None)
+        return code if isinstance(code, types.CodeType) else None
+    except BaseException:  # a scanned object's __getattr__ is its own
+        return None
+
+
+def _entered(target, tb):
+    """Whether an exception's traceback passes through the function's own
+    frame: a TypeError raised while binding the arguments does not."""
+    code = _code_of(target)
+    if code is None:
+        return None
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _breaker_inputs(base, order_free=()):

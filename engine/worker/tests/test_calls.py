@@ -47,3 +47,31 @@ class Breakers(unittest.TestCase):
 
     def test_stable(self):
         self.assertEqual(calls.probe_call(sorted, ([2, 1],))[3:], (None, None))
+
+    def test_reach(self):
+        # A call reached the body when it entered the function's own frame:
+        # returned, or raised from inside; a TypeError while binding the
+        # arguments did not; a builtin cannot tell.
+        import functools
+
+        def body(x):
+            return {}[x]
+
+        def deco(f):
+            @functools.wraps(f)
+            def wrapper(*a):
+                return f(*a)
+            return wrapper
+
+        for target, args, want in [
+            (lambda x: x, (1,), True),
+            (body, (1,), True),
+            (body, (1, 2), False),
+            (deco(body), (1, 2), False),
+            (deco(body), ("k",), True),
+            (len, (1,), None),
+        ]:
+            reach = []
+            calls.probe_call(target, args, reach=reach)
+            self.assertEqual(reach, [want], (target, args))
+

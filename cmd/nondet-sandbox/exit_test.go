@@ -114,3 +114,24 @@ func TestNumericFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselineThatMatchesNothingIsSaid: a baseline made from other
+// targets, or whose ids are none of the scan's, is said; one that fits is
+// not.
+func TestBaselineThatMatchesNothingIsSaid(t *testing.T) {
+	scan := &report.Report{Targets: []string{"src/"}}
+	scan.AddFunction("myapp/x.py::f", 1)
+	fits := &report.Report{Targets: []string{"src/"}}
+	fits.AddFunction("myapp/x.py::f", 1)
+	other := &report.Report{Targets: []string{"."}}
+	other.AddFunction("src/myapp/x.py::f", 1)
+	if notes := baselineNotes(fits, scan, 0); len(notes) != 0 {
+		t.Errorf("a baseline that fits: %v", notes)
+	}
+	notes := strings.Join(baselineNotes(other, scan, 0), "\n")
+	for _, want := range []string{`targets ["."]`, `["src/"]`, "none of the baseline's 1 function ids"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, notes)
+		}
+	}
+}

@@ -286,7 +286,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		rep.Finish()
 	}
 	if base != nil {
-		rep.ApplyBaseline(base)
+		for _, note := range baselineNotes(base, rep, rep.ApplyBaseline(base)) {
+			fmt.Fprintln(stderr, "nondet-sandbox: "+report.TerminalSafe(note))
+		}
 	}
 	if err := out.report(opts.format, rep); err != nil {
 		return err
@@ -310,6 +312,33 @@ func unjudgedError(items []string) error {
 	}
 	return fmt.Errorf("%sno findings, but %d could not be judged (exit status %d); fix them, or leave them out of the targets (--exclude): %w",
 		b.String(), len(items), exitUnjudged, errUnjudged)
+}
+
+// baselineNotes says when a baseline cannot be doing what the user
+// meant: it was made from other targets (its ids are relative to them),
+// or none of its ids is among this scan's, so it silently matches
+// nothing.
+func baselineNotes(base, rep *report.Report, matched int) []string {
+	var notes []string
+	if !slices.Equal(base.Targets, rep.Targets) {
+		notes = append(notes, fmt.Sprintf("the baseline was made from the targets %q, this scan from %q: ids are relative to the targets, so give the same ones",
+			base.Targets, rep.Targets))
+	}
+	ids := map[string]bool{}
+	for _, f := range rep.Functions {
+		ids[f.ID] = true
+	}
+	known := 0
+	for _, f := range base.Functions {
+		if f != nil && ids[f.ID] {
+			known++
+		}
+	}
+	if len(base.Functions) > 0 && known == 0 {
+		notes = append(notes, fmt.Sprintf("none of the baseline's %d function ids is among this scan's %d (%d findings matched): it applies to nothing here",
+			len(base.Functions), len(rep.Functions), matched))
+	}
+	return notes
 }
 
 // unjudged lists what a scan was given and could not judge: the modules

@@ -128,11 +128,13 @@ const PinnedEpoch = 1893499200 // 2030-01-01 12:00:00 UTC
 // The planned values. The POSIX time zones are reprotest's, twelve hours
 // west of UTC against fourteen east (POSIX counts west as positive), and
 // need no zone data; the IANA names are what a local-zone library reads
-// (it ignores a POSIX string): Pacific/Kiritimati keeps the default three
-// runs fourteen hours apart.
+// (it ignores a POSIX string): Pacific/Auckland, twelve or thirteen hours
+// east since before the epoch, puts the default three runs' dates a day
+// apart. (Pacific/Kiritimati, fourteen east today, was ten hours west
+// until 1995: the epoch's year there is 1969.)
 var (
-	ianaZones = []string{"Pacific/Kiritimati", "America/New_York", "Europe/Berlin"}
-	zones     = []string{"UTC0", "GMT+12", "Pacific/Kiritimati", "America/New_York", "GMT-14", "Europe/Berlin"}
+	ianaZones = []string{"Pacific/Auckland", "America/New_York", "Europe/Berlin"}
+	zones     = []string{"UTC0", "GMT+12", "Pacific/Auckland", "America/New_York", "GMT-14", "Europe/Berlin"}
 	locales   = []string{"C.UTF-8", "de_DE.UTF-8"}
 	hostnames = []string{"probe-a", "probe-b", "probe-c"}
 	umasks    = []string{"022", "077", "002"}

@@ -16,6 +16,7 @@ import (
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
+	"github.com/spf13/pflag"
 )
 
 func fixtureLabels(t *testing.T) map[string]string {
@@ -178,10 +179,12 @@ func TestExitStatus(t *testing.T) {
 	if err != nil {
 		t.Errorf("a deterministic function: want exit 0, got %v", err)
 	}
-	opts := runOptions{format: "yaml", runs: 3}
+	var opts runOptions
+	opts.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	opts.format, opts.runs = "yaml", 3
 	opts.jobs, opts.runtimeName = 1, "host"
 	err = runRun(ctx, opts, []string{"../../fixtures"}, &bytes.Buffer{}, &bytes.Buffer{})
-	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text, json, sarif, github, junit") {
+	if code := exitCode(ctx, err); code != 2 || !strings.Contains(err.Error(), "choose text, concise, json, sarif, github, junit") {
 		t.Errorf("bad --format: exit %d, %v", code, err)
 	}
 	opts.format = "text"

@@ -418,7 +418,7 @@ func openOutput(path string, stdout io.Writer) (*output, error) {
 	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)),
 		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
-		return nil, usageErrorf("--output: %v", err)
+		return nil, usageErrorf("--output: cannot write %s: %v", path, err)
 	}
 	return &output{w: f, pending: f}, nil
 }

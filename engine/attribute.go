@@ -36,17 +36,17 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 	var tasks []task
 	results := make([]*results, len(groups))
 	for i, g := range groups {
-		shards := planShards(g.probes, s.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
+		shards := planShards(g.probes, s.ex.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
 		for _, sh := range shards {
 			sh.upTo = map[int]int{}
 			for _, p := range sh.Probes {
 				sh.upTo[p.Index] = p.fn.Witness.Rung
 			}
 		}
-		results[i] = s.newRunResults(shards, len(g.runs), ladder)
-		tasks = append(tasks, s.tasks(shards, g.runs, results[i])...)
+		results[i] = s.ex.newRunResults(shards, len(g.runs), ladder)
+		tasks = append(tasks, s.ex.tasks(shards, g.runs, results[i])...)
 	}
-	s.runPool(ctx, tasks)
+	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
 		return
 	}
@@ -70,46 +70,55 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 // all of the other run's conditions, then one flip per condition the two
 // runs differ in. The clock starts at one instant in every attribution run.
 func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attribution {
-	groups := map[[2]int]*attribution{}
-	var out []*attribution
+	keys, groups := byWitnessRuns(probes)
+	out := make([]*attribution, 0, len(keys))
+	for _, key := range keys {
+		g := &attribution{base: key[0], other: key[1], probes: groups[key]}
+		out = append(out, g)
+		base, other := runs[key[0]], runs[key[1]]
+		if base.Clock != "" {
+			base.Clock, other.Clock = sandbox.PinnedClock+base.Clock, sandbox.PinnedClock+other.Clock
+		}
+		ctrl, ctrl2 := base, base
+		base.ID, base.Purpose = -1, "attribute:base"
+		ctrl.ID, ctrl.Purpose = -1, "attribute:control"
+		ctrl2.ID, ctrl2.Purpose = -1, "attribute:control"
+		g.runs = append(g.runs, base, ctrl, ctrl2)
+		// The other run's conditions all at once, to tell conditions
+		// acting together from the calls before it.
+		all := other
+		all.ID, all.Purpose = -1, "attribute-all"
+		g.runs = append(g.runs, all)
+		for _, c := range sandbox.Varieds {
+			if c.Same(base, other) {
+				continue
+			}
+			flip := base
+			flip.Purpose = "attribute:" + string(c.Name)
+			c.Take(&flip, other)
+			g.runs = append(g.runs, flip)
+		}
+	}
+	return out
+}
+
+// byWitnessRuns groups the cross-run findings among probes by the two runs
+// their witnesses compare, keys in the order first seen: a group shares
+// its confirmation and attribution interpreters.
+func byWitnessRuns(probes []*probe) (keys [][2]int, groups map[[2]int][]*probe) {
+	groups = map[[2]int][]*probe{}
 	for _, p := range probes {
 		w := p.fn.Witness
 		if p.fn.Verdict != VerdictNondeterministic || w == nil || w.Breaker != "" {
 			continue
 		}
 		key := [2]int{w.Answers[0].Run, w.Answers[1].Run}
-		g, ok := groups[key]
-		if !ok {
-			g = &attribution{base: key[0], other: key[1]}
-			groups[key] = g
-			out = append(out, g)
-			base, other := runs[key[0]], runs[key[1]]
-			if base.Clock != "" {
-				base.Clock, other.Clock = sandbox.PinnedClock+base.Clock, sandbox.PinnedClock+other.Clock
-			}
-			ctrl, ctrl2 := base, base
-			base.ID, base.Purpose = -1, "attribute:base"
-			ctrl.ID, ctrl.Purpose = -1, "attribute:control"
-			ctrl2.ID, ctrl2.Purpose = -1, "attribute:control"
-			g.runs = append(g.runs, base, ctrl, ctrl2)
-			// The other run's conditions all at once, to tell conditions
-			// acting together from the calls before it.
-			all := other
-			all.ID, all.Purpose = -1, "attribute-all"
-			g.runs = append(g.runs, all)
-			for _, c := range sandbox.Varieds {
-				if c.Same(base, other) {
-					continue
-				}
-				flip := base
-				flip.Purpose = "attribute:" + string(c.Name)
-				c.Take(&flip, other)
-				g.runs = append(g.runs, flip)
-			}
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
 		}
-		g.probes = append(g.probes, p)
+		groups[key] = append(groups[key], p)
 	}
-	return out
+	return keys, groups
 }
 
 // An attribution group's runs: the base, two controls, all of the other

@@ -24,28 +24,12 @@ const confirmRounds = 2
 // repeat breaker fires in a lone run (alone, one input, two answers), that
 // is confirmation too: an RNG whose two lone runs agree by chance.
 func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladder ladders) {
-	var pending []*probe
-	for _, p := range probes {
-		f := p.fn
-		if f.Verdict != VerdictNondeterministic || f.Witness == nil || f.Witness.Breaker != "" {
-			continue
-		}
-		pending = append(pending, p)
-	}
+	pending := probes
 	alone := map[int]string{} // probe -> its one answer alone
 	for round := 0; round < confirmRounds && len(pending) > 0; round++ {
 		// The findings whose witnesses compare the same two runs share a
 		// container per run: each function runs in a child of its own.
-		groups := map[[2]int][]*probe{}
-		var keys [][2]int
-		for _, p := range pending {
-			w := p.fn.Witness
-			key := [2]int{w.Answers[0].Run, w.Answers[1].Run}
-			if _, ok := groups[key]; !ok {
-				keys = append(keys, key)
-			}
-			groups[key] = append(groups[key], p)
-		}
+		keys, groups := byWitnessRuns(pending)
 		var tasks []task
 		res := map[[2]int]*results{}
 		for _, key := range keys {
@@ -56,10 +40,10 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 				runs = append(runs, rc)
 			}
 			shards := loneShards(groups[key], s.opts.Jobs)
-			res[key] = s.newRunResults(shards, len(runs), ladder)
-			tasks = append(tasks, s.tasks(shards, runs, res[key])...)
+			res[key] = s.ex.newRunResults(shards, len(runs), ladder)
+			tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
 		}
-		s.runPool(ctx, tasks)
+		s.ex.runPool(ctx, tasks)
 		if ctx.Err() != nil {
 			return
 		}
@@ -263,11 +247,11 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			rc := s.runs[run]
 			rc.ID, rc.Purpose = -1, "bisect"
 			for _, sh := range byRun[run] {
-				res[sh] = s.newRunResults([]*shard{sh}, 1, ladder)
-				tasks = append(tasks, s.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
+				res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
+				tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
 			}
 		}
-		s.runPool(ctx, tasks)
+		s.ex.runPool(ctx, tasks)
 		if ctx.Err() != nil {
 			return
 		}

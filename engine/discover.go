@@ -76,7 +76,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	}
 	importPath := map[string]string{} // by Rel: where the probes import it from
 	for _, f := range files {
-		importPath[f.Rel] = s.inside(f.Path)
+		importPath[f.Rel] = s.ex.inside(f.Path)
 		req.Files = append(req.Files, reqFile{Path: importPath[f.Rel], Rel: f.Rel})
 	}
 	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
@@ -110,7 +110,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 			}
 			if len(m.Code) > 0 {
 				if path, ok := importPath[m.Rel]; ok {
-					if err := s.keepCode(path, m.Code); err != nil {
+					if err := s.ex.keepCode(path, m.Code); err != nil {
 						recErr = err
 						return
 					}
@@ -124,7 +124,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	}
 	// Parsing is fast; the limit only guards against a broken interpreter.
 	limit := 60*time.Second + time.Duration(len(files))*200*time.Millisecond
-	out, err := s.runJob(ctx, "discover", discoveryConditions(), "discover", req, limit, handle)
+	out, err := s.ex.runJob(ctx, "discover", discoveryConditions(), "discover", req, limit, handle)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	if !done {
 		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.opts.Python, out.describe(), out.stderrTail())
 	}
-	s.bindCode()
+	s.ex.bindCode()
 	return d, nil
 }
 
@@ -149,25 +149,25 @@ const codeTarget = "/nondet-code"
 // bytecode). The code comes from discovery, where nothing scanned runs;
 // the worker uses it only while its hash matches the source it reads. The
 // host runtime keeps its own cache (PYTHONPYCACHEPREFIX).
-func (s *scan) keepCode(path string, code []byte) error {
-	dir := filepath.Join(s.scratch, "code")
+func (x *executor) keepCode(path string, code []byte) error {
+	dir := filepath.Join(x.scratch, "code")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("code folder: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, codeName(path)), code, 0o644); err != nil {
 		return fmt.Errorf("code folder: %w", err)
 	}
-	s.codeKept = true
+	x.codeKept = true
 	return nil
 }
 
 // bindCode binds the code folder read-only into every later job, once
 // discovery has kept any code. (The kubernetes runtime packs the tree of a
 // job's binds: its later pods get the folder with it.)
-func (s *scan) bindCode() {
-	if s.codeKept && s.codeDir == "" {
-		s.binds = append(s.binds, sandbox.Bind{Source: filepath.Join(s.scratch, "code"), Target: codeTarget})
-		s.codeDir = codeTarget
+func (x *executor) bindCode() {
+	if x.codeKept && x.codeDir == "" {
+		x.binds = append(x.binds, sandbox.Bind{Source: filepath.Join(x.scratch, "code"), Target: codeTarget})
+		x.codeDir = codeTarget
 	}
 }
 

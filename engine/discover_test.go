@@ -17,7 +17,7 @@ func TestCodeNameIsTheWorkers(t *testing.T) {
 // A module's code lands in the code folder under its name, and the folder
 // is bound into later jobs once, read-only at codeTarget.
 func TestKeptCodeIsBoundOnce(t *testing.T) {
-	s := &scan{scratch: t.TempDir()}
+	s := &executor{scratch: t.TempDir()}
 	s.bindCode()
 	if len(s.binds) != 0 || s.codeDir != "" {
 		t.Fatalf("bound with no code kept: %v", s.binds)

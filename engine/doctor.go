@@ -64,10 +64,10 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		d.Conditions = append(d.Conditions, sup)
 	}
-	if s.loc.note != "" {
+	if s.ex.loc.note != "" {
 		for i := range d.Conditions {
 			if d.Conditions[i].Condition == sandbox.Locale {
-				d.Conditions[i] = sandbox.Support{Condition: sandbox.Locale, Reason: s.loc.note}
+				d.Conditions[i] = sandbox.Support{Condition: sandbox.Locale, Reason: s.ex.loc.note}
 			}
 		}
 	}
@@ -85,7 +85,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
 	}
-	out, err := s.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()}, time.Minute, handle)
+	out, err := s.ex.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()}, time.Minute, handle)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func (w *watchdog) hasFired() bool {
 
 // env is the environment of a probe besides its run's conditions (which
 // Apply adds): an allow-list built here, never the caller's.
-func (s *scan) env() []string {
+func (x *executor) env() []string {
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		// No script folder or working directory on sys.path (Python 3.11's
@@ -120,16 +120,16 @@ func (s *scan) env() []string {
 		// a folder whatever -P says, the worker's __main__ takes off itself.
 		"PYTHONSAFEPATH=1",
 	}
-	if s.opts.Runtime.Isolated() {
+	if x.opts.Runtime.Isolated() {
 		env = append(env, "PYTHONDONTWRITEBYTECODE=1")
 	} else {
 		// On the host, bytecode lives in the scan's own cache: a planted
 		// __pycache__/*.pyc beside a source the gate read is never run, and
 		// the scan's interpreters compile each module once between them.
-		env = append(env, "PYTHONPYCACHEPREFIX="+filepath.Join(s.scratch, "pycache"))
+		env = append(env, "PYTHONPYCACHEPREFIX="+filepath.Join(x.scratch, "pycache"))
 	}
-	if s.locpath != "" {
-		env = append(env, "LOCPATH="+s.inside(s.locpath))
+	if x.locpath != "" {
+		env = append(env, "LOCPATH="+x.inside(x.locpath))
 	}
 	return env
 }
@@ -137,7 +137,7 @@ func (s *scan) env() []string {
 // runJob starts one interpreter running the worker in the given mode on
 // request and feeds every record line to handle. limit arms the watchdog
 // at start; the handler may re-arm it per step through wd.
-func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions, mode string, request any, limit time.Duration,
+func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunConditions, mode string, request any, limit time.Duration,
 	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -151,15 +151,15 @@ func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions
 	}
 	defer wd.disarm()
 
-	seq := s.jobSeq.Add(1)
-	id := fmt.Sprintf("%s-%s-%d", s.id, name, seq)
-	scratch := filepath.Join(s.scratch, "jobs", strconv.FormatInt(seq, 10))
+	seq := x.jobSeq.Add(1)
+	id := fmt.Sprintf("%s-%s-%d", x.id, name, seq)
+	scratch := filepath.Join(x.scratch, "jobs", strconv.FormatInt(seq, 10))
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
 
-	input, err := requestFile(scratch, request, s.checkNetwork())
+	input, err := requestFile(scratch, request, x.checkNetwork())
 	if err != nil {
 		return nil, err
 	}
@@ -178,26 +178,26 @@ func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
 		ID:      scanlock.Prefix + id,
-		Argv:    append(s.interpreterArgv(), mode),
-		Env:     s.env(),
-		Binds:   s.binds,
-		Masks:   s.masks,
+		Argv:    append(x.interpreterArgv(), mode),
+		Env:     x.env(),
+		Binds:   x.binds,
+		Masks:   x.masks,
 		Records: w,
 		Input:   input,
 		Marks:   marks,
 		Stdout:  stdout,
 		Stderr:  out.stderr,
 		Scratch: scratch,
-		Limits:  s.opts.Limits,
+		Limits:  x.opts.Limits,
 	}
-	rc.Apply(job, sandbox.Applying{Faketime: s.faketime})
+	rc.Apply(job, sandbox.Applying{Faketime: x.faketime})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		readRecords(r, handle)
 	}()
-	s.processes.Add(1)
-	exit, err := s.session.Run(jobCtx, job)
+	x.processes.Add(1)
+	exit, err := x.session.Run(jobCtx, job)
 	w.Close()
 	// The interpreter is gone; whatever it (or a leftover child holding the
 	// pipe) wrote is drained, but a child the runtime could not kill must
@@ -216,19 +216,19 @@ func (s *scan) runJob(ctx context.Context, name string, rc sandbox.RunConditions
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		return out, Unavailable(fmt.Errorf("the %s runtime could not run a probe: %v", s.opts.Runtime.Name(), err))
+		return out, Unavailable(fmt.Errorf("the %s runtime could not run a probe: %v", x.opts.Runtime.Name(), err))
 	}
-	if exit != nil && s.opts.Measure {
-		s.peakMu.Lock()
-		s.workers = append(s.workers, report.Worker{Job: name, Run: rc.ID, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
-		s.peakMu.Unlock()
+	if exit != nil && x.opts.Measure {
+		x.peakMu.Lock()
+		x.workers = append(x.workers, report.Worker{Job: name, Run: rc.ID, PeakMemory: exit.PeakMemory, OOMKilled: exit.OOMKilled})
+		x.peakMu.Unlock()
 	}
 	return out, nil
 }
 
 // checkNetwork says the worker must check, before anything else, that
 // nothing but loopback is reachable (sandbox.Capabilities.CheckNetwork).
-func (s *scan) checkNetwork() bool { return s.opts.Runtime.Capabilities().CheckNetwork }
+func (x *executor) checkNetwork() bool { return x.opts.Runtime.Capabilities().CheckNetwork }
 
 // requestFile holds a worker's request in a file with no name: the
 // worker reads it as fd 4, and nothing the scanned code can open leads to
@@ -335,10 +335,10 @@ func (c *countingDiscard) Write(p []byte) (int, error) {
 // bytecode (the tree is read-only anyway), on the host writing it to the
 // scan's own cache (PYTHONPYCACHEPREFIX). Outside an image, the worker's
 // own modules load from the bytecode compileWorker wrote for the scan.
-func (s *scan) interpreterArgv() []string {
-	argv := []string{s.python}
-	if s.opts.Runtime.Isolated() {
+func (x *executor) interpreterArgv() []string {
+	argv := []string{x.python}
+	if x.opts.Runtime.Isolated() {
 		argv = append(argv, "-B")
 	}
-	return append(argv, "-s", s.inside(filepath.Join(s.scratch, "shared", workerPackage)))
+	return append(argv, "-s", x.inside(filepath.Join(x.scratch, "shared", workerPackage)))
 }

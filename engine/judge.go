@@ -11,8 +11,9 @@ import (
 // judgeAll turns outcomes into verdicts. A failure in some runs only (an
 // import that fails under one run's conditions, a sandbox that could not
 // start once) does not hide the other runs: an import that fails in one run
-// is an answer of that run, and a disagreement like any other.
-func (s *scan) judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders) {
+// is an answer of that run, and a disagreement like any other. runs says
+// how many runs called each function.
+func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders, runs runCounts) {
 	for i := range rep.Modules {
 		// Modules are listed in files order, the same order probes use.
 		for _, p := range probes {
@@ -21,10 +22,10 @@ func (s *scan) judgeAll(rep *report.Report, probes []*probe, res *results, ladde
 			}
 			if fails := res.importErr[p.Module]; len(fails) > 0 {
 				rep.Modules[i].Error = firstOf(fails)
-				if len(fails) >= s.runsOf(p) {
+				if len(fails) >= runs.of(p) {
 					rep.Modules[i].Status = "import-failed"
 				} else {
-					rep.Modules[i].Error = fmt.Sprintf("import failed in %d of %d runs: %s", len(fails), s.runsOf(p), firstOf(fails))
+					rep.Modules[i].Error = fmt.Sprintf("import failed in %d of %d runs: %s", len(fails), runs.of(p), firstOf(fails))
 				}
 			}
 			break
@@ -33,7 +34,7 @@ func (s *scan) judgeAll(rep *report.Report, probes []*probe, res *results, ladde
 	for _, p := range probes {
 		f := p.fn
 		f.Contained = res.events[p.Index]
-		f.Runs = s.runsOf(p)
+		f.Runs = runs.of(p)
 		if fails := res.shardError[p.Index]; len(fails) >= f.Runs {
 			f.Verdict, f.Reason = VerdictNotProbed, "the sandbox could not run it: "+firstOf(fails)
 			continue
@@ -68,13 +69,16 @@ func (r *results) importAnswers(p *probe) {
 	}
 }
 
-// runsOf is how many runs call a function: the main ones, and the extra
-// hash-seed runs when it smells.
-func (s *scan) runsOf(p *probe) int {
+// runCounts are how many runs a scan made: the main ones, and all of them
+// with the extra hash-seed runs of functions that smell.
+type runCounts struct{ main, all int }
+
+// of is how many runs call p.
+func (c runCounts) of(p *probe) int {
 	if p.smelly {
-		return len(s.runs)
+		return c.all
 	}
-	return s.opts.Runs
+	return c.main
 }
 
 // judge compares one function's canonical answers across runs. A witness

@@ -80,3 +80,47 @@ func TestLookNamesWhatStoppedIt(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeAll: what failed in some runs only stays an answer of those
+// runs; what failed in every run a function was called in makes it not
+// probed with the reason, and a smelly function's extra runs count.
+func TestJudgeAll(t *testing.T) {
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	file := &sourceFile{Rel: "m.py"}
+	mk := func(i, module int, smelly bool) *probe {
+		return &probe{Index: i, File: file, Module: module, Ladder: "l", smelly: smelly, fn: &report.Function{}}
+	}
+	// 0: its module failed to import in one of three runs;
+	// 1: smelly, five runs, the sandbox failed three of them;
+	// 2: the sandbox failed every one of its three runs;
+	// 3: not callable.
+	probes := []*probe{mk(0, 0, false), mk(1, 1, true), mk(2, 1, false), mk(3, 1, false)}
+	res := newResults()
+	res.calls[0] = [][]outcome{{v("1"), v("1"), v("1")}}
+	res.calls[1] = [][]outcome{{v("1"), v("1"), {}, {}, {}}}
+	res.calls[2] = [][]outcome{{{}, {}, {}}}
+	res.calls[3] = [][]outcome{{{}, {}, {}}}
+	res.importErr[0] = map[int]string{2: "ValueError: bad locale"}
+	res.shardError[1] = map[int]string{2: "no", 3: "no", 4: "no"}
+	res.shardError[2] = map[int]string{0: "no room", 1: "no room", 2: "no room"}
+	res.notCall[3] = "not a function"
+	rep := &report.Report{Modules: []report.Module{{Path: "m.py"}}}
+	judgeAll(rep, probes, res, ladders{"l": {{"0"}}}, runCounts{main: 3, all: 5})
+
+	if m := rep.Modules[0]; m.Status == "import-failed" || !strings.Contains(m.Error, "import failed in 1 of 3 runs") {
+		t.Errorf("module: status %q, error %q", m.Status, m.Error)
+	}
+	// The failed import is run 2's answer: two answers to one input.
+	if f := probes[0].fn; f.Verdict != VerdictNondeterministic || f.Runs != 3 {
+		t.Errorf("import failed once: %s over %d runs (%s)", f.Verdict, f.Runs, f.Reason)
+	}
+	if f := probes[1].fn; f.Verdict != VerdictDeterministic || f.Runs != 5 || len(f.Contained) != 3 {
+		t.Errorf("smelly, sandbox failed 3 of 5: %s over %d runs, %d events", f.Verdict, f.Runs, len(f.Contained))
+	}
+	if f := probes[2].fn; f.Verdict != VerdictNotProbed || !strings.Contains(f.Reason, "no room") {
+		t.Errorf("sandbox failed every run: %s (%s)", f.Verdict, f.Reason)
+	}
+	if f := probes[3].fn; f.Verdict != VerdictNotProbed || f.Reason != "not a function" {
+		t.Errorf("not callable: %s (%s)", f.Verdict, f.Reason)
+	}
+}

@@ -220,12 +220,12 @@ const shardCalls = 4000
 // shardsFor is how many shards probes are worth: one per shardCalls of
 // their calls (calls says how many each makes in one run), at least one,
 // at most what the options allow.
-func (s *scan) shardsFor(probes []*probe, calls func(*probe) int) int {
+func (x *executor) shardsFor(probes []*probe, calls func(*probe) int) int {
 	total := 0
 	for _, p := range probes {
 		total += calls(p)
 	}
-	return min(s.opts.shards(), max(1, (total+shardCalls-1)/shardCalls))
+	return min(x.opts.shards(), max(1, (total+shardCalls-1)/shardCalls))
 }
 
 // planShards packs modules into at most want shards balanced by function

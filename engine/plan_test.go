@@ -98,7 +98,7 @@ func TestPlanVariesEveryCondition(t *testing.T) {
 // TestShardsBySize: a scan is split into no more shards than its calls pay
 // an interpreter start for, and never into more than the options allow.
 func TestShardsBySize(t *testing.T) {
-	s := &scan{opts: Options{Jobs: 2}}
+	s := &executor{opts: Options{Jobs: 2}}
 	probes := make([]*probe, 100)
 	for i := range probes {
 		probes[i] = &probe{}

@@ -73,14 +73,14 @@ func newResults() *results {
 
 // runRuns runs every shard under every one of runs, up to Jobs
 // interpreters at once; each run's outcomes go to its slot in runs.
-func (s *scan) runRuns(ctx context.Context, shards []*shard, runs []sandbox.RunConditions, ladder ladders) *results {
-	res := s.newRunResults(shards, len(runs), ladder)
-	s.runPool(ctx, s.tasks(shards, runs, res))
+func (x *executor) runRuns(ctx context.Context, shards []*shard, runs []sandbox.RunConditions, ladder ladders) *results {
+	res := x.newRunResults(shards, len(runs), ladder)
+	x.runPool(ctx, x.tasks(shards, runs, res))
 	return res
 }
 
 // newRunResults makes room for every probe of shards under n runs.
-func (s *scan) newRunResults(shards []*shard, n int, ladder ladders) *results {
+func (x *executor) newRunResults(shards []*shard, n int, ladder ladders) *results {
 	res := newResults()
 	res.ladder = ladder
 	for _, sh := range shards {
@@ -104,7 +104,7 @@ type task struct {
 	res  *results
 }
 
-func (s *scan) tasks(shards []*shard, runs []sandbox.RunConditions, res *results) []task {
+func (x *executor) tasks(shards []*shard, runs []sandbox.RunConditions, res *results) []task {
 	var out []task
 	for _, sh := range shards {
 		for slot, rc := range runs {
@@ -115,18 +115,18 @@ func (s *scan) tasks(shards []*shard, runs []sandbox.RunConditions, res *results
 }
 
 // runPool runs tasks, up to Jobs at once.
-func (s *scan) runPool(ctx context.Context, tasks []task) {
-	s.tasksPlanned.Add(int64(len(tasks)))
+func (x *executor) runPool(ctx context.Context, tasks []task) {
+	x.tasksPlanned.Add(int64(len(tasks)))
 	var g errgroup.Group
-	g.SetLimit(s.opts.Jobs)
+	g.SetLimit(x.opts.Jobs)
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			break
 		}
 		g.Go(func() error {
-			s.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
-			if s.opts.Progress != nil {
-				s.opts.Progress(int(s.tasksDone.Add(1)), int(s.tasksPlanned.Load()))
+			x.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
+			if x.opts.Progress != nil {
+				x.opts.Progress(int(x.tasksDone.Add(1)), int(x.tasksPlanned.Load()))
 			}
 			return nil
 		})
@@ -180,29 +180,29 @@ const backstop = 5 * time.Second
 // shard after it, so every other function's results survive.
 //
 // rc is the run's conditions; its outcomes go to slot run of res.
-func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions, run int, ladder ladders, res *results) {
+func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions, run int, ladder ladders, res *results) {
 	if sh = sh.under(rc); sh == nil {
 		return
 	}
-	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}, CodeDir: s.codeDir}
+	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}, CodeDir: x.codeDir}
 	modIndex := map[int]int{} // scan module -> plan module
 	var modOf []int           // plan module -> scan module
 	for _, p := range sh.Probes {
 		if _, ok := modIndex[p.Module]; !ok {
 			modIndex[p.Module] = len(plan.Modules)
 			modOf = append(modOf, p.Module)
-			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: s.inside(p.File.Root), Name: p.File.Name, Path: s.inside(p.File.Path)})
+			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: x.inside(p.File.Root), Name: p.File.Name, Path: x.inside(p.File.Path)})
 		}
 		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree})
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
-	if !s.opts.Runtime.Isolated() {
-		plan.ASLimit = s.opts.Limits.MemoryBytes
+	if !x.opts.Runtime.Isolated() {
+		plan.ASLimit = x.opts.Limits.MemoryBytes
 		plan.Umask = rc.Umask
 	}
 	skip := map[int]bool{}
-	importTimeout := max(30*time.Second, 3*s.opts.CallTimeout)
-	plan.CallTimeout, plan.ImportTimeout = s.opts.CallTimeout.Seconds(), importTimeout.Seconds()
+	importTimeout := max(30*time.Second, 3*x.opts.CallTimeout)
+	plan.CallTimeout, plan.ImportTimeout = x.opts.CallTimeout.Seconds(), importTimeout.Seconds()
 	set := func(fi, ri int, o outcome) { res.calls[sh.Probes[fi].Index][ri][run] = o }
 
 	for attempt := 0; plan.Start < len(plan.Calls); attempt++ {
@@ -212,12 +212,12 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions
 		}
 		slices.Sort(plan.Skip)
 		wd := &watchdog{}
-		sink := &shardRun{s: s, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
-		rr := newRecordReader(&plan, skip, sink, s.opts.CallTimeout+backstop, importTimeout+backstop)
-		out, err := s.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
+		sink := &shardRun{x: x, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
+		rr := newRecordReader(&plan, skip, sink, x.opts.CallTimeout+backstop, importTimeout+backstop)
+		out, err := x.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.shardFailed(sh, run, res, err.Error())
+				x.shardFailed(sh, run, res, err.Error())
 			}
 			return
 		}
@@ -261,7 +261,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions
 			// run again.
 			kind, detail := "crash", "killed its interpreter ("+out.describe()+")"
 			if out.watchdog {
-				kind, detail = "timeout", fmt.Sprintf("ran past the %s call limit", s.opts.CallTimeout)
+				kind, detail = "timeout", fmt.Sprintf("ran past the %s call limit", x.opts.CallTimeout)
 			} else if out.exit != nil && out.exit.OOMKilled {
 				detail = "exceeded the memory limit and was killed"
 			}
@@ -270,7 +270,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions
 			plan.Start = last + 1
 		default:
 			if last+1 == plan.Start {
-				s.shardFailed(sh, run, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
+				x.shardFailed(sh, run, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
 				return
 			}
 			plan.Start = last + 1
@@ -288,7 +288,7 @@ func (s *scan) runShard(ctx context.Context, sh *shard, rc sandbox.RunConditions
 // shardRun is what one attempt of a shard's records does to the scan's
 // results.
 type shardRun struct {
-	s     *scan
+	x     *executor
 	sh    *shard
 	plan  *workerPlan
 	run   int
@@ -301,8 +301,8 @@ func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[ca
 
 func (a *shardRun) answered(call int, rec record) {
 	ri := a.plan.Calls[call][1]
-	s := a.s
-	o := outcome{kind: answered, value: s.unplace(rec.Value), free: s.unplace(rec.OrderFree), breaker: rec.Breaker, value2: s.unplace(rec.Value2)}
+	x := a.x
+	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2)}
 	switch {
 	case rec.Excluded != "":
 		o = outcome{kind: excluded, detail: rec.Excluded}
@@ -350,11 +350,11 @@ func (a *shardRun) kill()               { a.wd.kill() }
 // working directory live there, as $SCRATCH in an answer: the report holds
 // no temporary paths, and two runs' answers compare on the condition, not
 // on where the scan happened to make it.
-func (s *scan) unplace(v string) string {
-	if s.opts.Runtime.Isolated() || v == "" {
+func (x *executor) unplace(v string) string {
+	if x.opts.Runtime.Isolated() || v == "" {
 		return v
 	}
-	return strings.ReplaceAll(v, filepath.Join(s.scratch, "conditions"), sandbox.ScratchVar)
+	return strings.ReplaceAll(v, filepath.Join(x.scratch, "conditions"), sandbox.ScratchVar)
 }
 
 // under is the shard as a run sees it: only the functions that smell get
@@ -428,7 +428,7 @@ func (sh *shard) callPlan(rc sandbox.RunConditions, ladder ladders) (calls [][2]
 
 // shardFailed records that a shard could not run in one run: its
 // functions are judged on the runs that did.
-func (s *scan) shardFailed(sh *shard, run int, res *results, why string) {
+func (x *executor) shardFailed(sh *shard, run int, res *results, why string) {
 	res.mu.Lock()
 	defer res.mu.Unlock()
 	for _, p := range sh.Probes {

@@ -2,54 +2,50 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
-
-	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
-	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
-// scan is the state of one Scan call.
+// scan is the state of one Scan call: its phases' data, around the
+// executor that runs their jobs.
 type scan struct {
-	opts      Options
-	id        string // names every resource of this scan, after scanlock.Prefix
-	scratch   string // host directory for the worker, plans and job scratch
-	python    string // the interpreter, as an absolute path
-	binds     []sandbox.Bind
-	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
-	codeKept  bool   // discovery kept some module's bytecode
-	runs      []sandbox.RunConditions
-	loc       locales
-	locpath   string // host directory of generated locales, or ""
-	faketime  string // libfaketime, or ""
-	skipped   []sandbox.Support
-	processes atomic.Int64
-	jobSeq    atomic.Int64
-	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
-	tasksDone, tasksPlanned atomic.Int64
-	peakMu                  sync.Mutex
-	workers                 []report.Worker // measurements, when asked for
-	masks                   []sandbox.Mask
-	orderFree               map[string][]int
-	files                   []sourceFile
-	mainShards              []*shard // the main runs' shards: bisection replays their order
-	session                 sandbox.Session
+	opts       Options
+	ex         *executor
+	runs       []sandbox.RunConditions
+	skipped    []sandbox.Support
+	orderFree  map[string][]int
+	files      []sourceFile
+	mainShards []*shard // the main runs' shards: bisection replays their order
+}
+
+// openScan opens the scan's executor and plans its runs' conditions. The
+// returned function undoes it all, even after ctx is cancelled.
+func openScan(ctx context.Context, opts Options, files []sourceFile) (*scan, func(), error) {
+	opts.defaults()
+	if opts.Runtime == nil {
+		return nil, nil, errors.New("engine: no runtime")
+	}
+	ex, closeEx, err := openExecutor(ctx, opts, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &scan{opts: opts, ex: ex}
+	inImage := opts.Runtime.Capabilities().InImage
+	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, ex.loc, opts.Runtime.Isolated(), inImage || zoneData())
+	if len(opts.ExplicitRuns) > 0 {
+		s.runs = append([]sandbox.RunConditions(nil), opts.ExplicitRuns...)
+	}
+	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), ex.faketime)
+	return s, closeEx, nil
 }
 
 // Scan discovers, plans, runs and judges the functions under targets.
@@ -76,17 +72,17 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 		return nil, err
 	}
 	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
-	s.judgeAll(rep, probes, results, disc.ladder)
+	judgeAll(rep, probes, results, disc.ladder, runCounts{main: opts.Runs, all: len(s.runs)})
 	s.confirm(ctx, probes, results, disc.ladder)
 	s.attribute(ctx, probes, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep.Processes = int(s.processes.Load())
+	rep.Processes = int(s.ex.processes.Load())
 	rep.Excluded = src.excluded
 	if opts.Measure {
-		sort.Slice(s.workers, func(i, j int) bool { return s.workers[i].Job < s.workers[j].Job })
-		rep.Measurements = &report.Measurements{Workers: s.workers}
+		sort.Slice(s.ex.workers, func(i, j int) bool { return s.ex.workers[i].Job < s.ex.workers[j].Job })
+		rep.Measurements = &report.Measurements{Workers: s.ex.workers}
 	}
 	for _, rungs := range results.calls {
 		for _, runs := range rungs {
@@ -201,263 +197,19 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 	if s.orderFree, err = resolveOrderFree(s.opts.OrderFree, s.files, disc); err != nil {
 		return nil, err
 	}
-	rep := s.newReport(s.files, disc, s.loc)
+	rep := s.newReport(s.files, disc, s.ex.loc)
 	for _, t := range targets {
 		if !slices.Contains(rep.Targets, t.Arg) { // a package's modules share their site-packages
 			rep.Targets = append(rep.Targets, t.Arg)
 		}
 	}
 	probes := s.selectProbes(s.files, disc, rep)
-	s.mainShards = planShards(probes, s.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))
-	results := s.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
+	s.mainShards = planShards(probes, s.ex.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))
+	results := s.ex.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return &probed{report: rep, probes: probes, results: results, disc: disc}, nil
-}
-
-// openScan does what every use of the sandbox starts with: take the scan's
-// lock, sweep what killed scans left behind, find the real interpreter,
-// make the scratch directory, let the runtime prepare, and plan the runs'
-// conditions. The returned function undoes it all, even after ctx is
-// cancelled.
-func openScan(ctx context.Context, opts Options, files []sourceFile) (_ *scan, _ func(), err error) {
-	opts.defaults()
-	if opts.Runtime == nil {
-		return nil, nil, errors.New("engine: no runtime")
-	}
-	// A runtime whose image brings its own interpreter runs --python as
-	// the image knows it; every other runtime runs the host's.
-	inImage := opts.Runtime.Capabilities().InImage
-	python := opts.Python
-	if !inImage {
-		p, err := exec.LookPath(opts.Python)
-		if err != nil {
-			return nil, nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
-		}
-		if python, err = filepath.Abs(p); err != nil {
-			return nil, nil, err
-		}
-	}
-	s := &scan{opts: opts, id: newScanID()}
-	var undo cleanup.Stack
-	defer undo.Clean() // unless released on success
-	lock, err := scanlock.Acquire(s.id)
-	if err != nil {
-		return nil, nil, err
-	}
-	undo.Push(lock.Release)
-	s.sweep(ctx)
-	interp := &interpreter{Executable: python}
-	if !inImage {
-		if interp, err = probeInterpreter(ctx, python); err != nil {
-			return nil, nil, err
-		}
-	}
-	s.python = interp.Executable
-	if !opts.Runtime.Isolated() {
-		s.python = python
-	}
-	s.scratch, err = os.MkdirTemp(s.tempDir(), scanlock.Prefix+s.id+"-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("scratch directory: %w", err)
-	}
-	undo.Push(func() { os.RemoveAll(s.scratch) })
-	if err := os.MkdirAll(filepath.Join(s.scratch, "shared"), 0o755); err != nil {
-		return nil, nil, err
-	}
-	if err := WriteWorker(filepath.Join(s.scratch, "shared", workerPackage)); err != nil {
-		return nil, nil, err
-	}
-	s.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: s.id, Scratch: s.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
-	}
-	undo.Push(func() {
-		cleanup.Do(ctx, 30*time.Second, func(cctx context.Context) {
-			if err := s.session.End(cctx); err != nil && opts.Notes != nil {
-				fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
-			}
-		})
-	})
-	s.loc = ensureLocales(ctx, opts.CacheDir)
-	s.locpath = s.loc.dir
-	s.layout(files, interp)
-	if !inImage {
-		worker := filepath.Join(s.scratch, "shared", workerPackage)
-		compileWorker(ctx, s.python, worker, s.inside(worker), s.env())
-	}
-	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, s.loc, opts.Runtime.Isolated(), inImage || zoneData())
-	if len(opts.ExplicitRuns) > 0 {
-		s.runs = append([]sandbox.RunConditions(nil), opts.ExplicitRuns...)
-	}
-	s.faketime = findFaketime()
-	if inImage {
-		// The image's libfaketime, where images/probe/Dockerfile puts it on
-		// every architecture, not where the host happens to have one.
-		s.faketime = imageFaketime
-	}
-	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), s.faketime)
-	return s, undo.Release(), nil
-}
-
-func newScanID() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// layout decides where the scanned trees appear inside a container: each
-// outermost import root is bound read-only under /scan. On the host
-// runtime every path is itself.
-func (s *scan) layout(files []sourceFile, interp *interpreter) {
-	isolated := s.opts.Runtime.Isolated()
-	s.binds = []sandbox.Bind{{Source: filepath.Join(s.scratch, "shared"), Target: "/nondet"}}
-	if s.locpath != "" {
-		s.binds = append(s.binds, sandbox.Bind{Source: s.locpath, Target: "/nondet-locale"})
-	}
-	if !isolated {
-		for i := range s.binds {
-			s.binds[i].Target = s.binds[i].Source
-		}
-	}
-	roots := map[string]bool{}
-	for _, f := range files {
-		roots[f.Root] = true
-	}
-	var list []string
-	for r := range roots {
-		list = append(list, r)
-	}
-	sort.Strings(list)
-	var outer []string
-	for _, r := range list {
-		if len(outer) > 0 && within(r, outer[len(outer)-1]) {
-			continue
-		}
-		outer = append(outer, r)
-	}
-	home, _ := os.UserHomeDir()
-	for i, r := range outer {
-		target := r
-		if isolated {
-			target = fmt.Sprintf("/scan/%d", i)
-			s.masks = append(s.masks, hiddenEntries(r, target)...)
-			if s.opts.Notes != nil && (r == home || r == "/root" || filepath.Dir(r) == "/home") {
-				fmt.Fprintf(s.opts.Notes, "nondet-sandbox: note: the import root %s is a home directory; it is mounted read-only, its hidden entries masked\n", r)
-			}
-		}
-		s.binds = append(s.binds, sandbox.Bind{Source: r, Target: target})
-	}
-	if isolated {
-		// The interpreter appears where it lives, so its own idea of its
-		// prefix holds; the system directories are the policy's.
-		for _, d := range interp.mounts(sandbox.SystemDirs) {
-			s.binds = append(s.binds, sandbox.Bind{Source: d, Target: d})
-		}
-	}
-}
-
-// sweep removes what scans killed before they could clean up left behind,
-// and says so.
-func (s *scan) sweep(ctx context.Context) {
-	removed, err := s.opts.Runtime.Sweep(ctx, scanlock.Alive)
-	dirs, _ := filepath.Glob(filepath.Join(s.tempDir(), scanlock.Prefix+"*"))
-	for _, d := range dirs {
-		id := scanlock.ScanID(filepath.Base(d))
-		if id == "" || id == s.id || scanlock.Alive(id) || !ownedByMe(d) {
-			continue
-		}
-		if os.RemoveAll(d) == nil {
-			removed = append(removed, "temporary directory "+d)
-		}
-	}
-	for _, id := range scanlock.Dead() {
-		scanlock.Forget(id)
-	}
-	if s.opts.Notes == nil {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(s.opts.Notes, "nondet-sandbox: sweeping leftovers of interrupted scans: %v\n", err)
-	}
-	if len(removed) > 0 {
-		fmt.Fprintf(s.opts.Notes, "nondet-sandbox: removed what interrupted scans left behind: %s\n", strings.Join(removed, "; "))
-	}
-}
-
-// ownedByMe: a scan removes only its own user's directories.
-func ownedByMe(path string) bool {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return ok && int(sys.Uid) == os.Geteuid()
-}
-
-// tempDir is where the scan's scratch directory goes. A container's user
-// must be able to reach the root skeleton inside it, so for the container
-// runtimes a temporary directory below a private one ($TMPDIR under a home
-// directory, a test's own) gives way to /tmp.
-func (s *scan) tempDir() string {
-	dir := s.opts.TempDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	if s.opts.Runtime.Isolated() && !reachable(dir) {
-		return "/tmp"
-	}
-	return dir
-}
-
-// reachable says whether every directory from / to dir lets others pass.
-func reachable(dir string) bool {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		st, err := os.Stat(d)
-		if err != nil || st.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-		if d == "/" {
-			return true
-		}
-	}
-}
-
-// hiddenEntries are the masks for the hidden entries at the top of a bound
-// tree: where secrets live in a home directory, and nothing a scan needs
-// (discovery skips hidden directories).
-func hiddenEntries(source, target string) []sandbox.Mask {
-	entries, _ := os.ReadDir(source)
-	var out []sandbox.Mask
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		// Never through a link: a mask follows its target, and a hidden
-		// `.evil -> /usr` would mount over the container's /usr. A link
-		// resolves inside the container, where only the binds exist.
-		info, err := os.Lstat(filepath.Join(source, e.Name()))
-		if err != nil || !(info.IsDir() || info.Mode().IsRegular()) {
-			continue
-		}
-		out = append(out, sandbox.Mask{Target: target + "/" + e.Name(), Dir: info.IsDir()})
-	}
-	return out
-}
-
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
-// inside maps a host path to where the sandbox sees it.
-func (s *scan) inside(host string) string {
-	for _, b := range s.binds {
-		if within(host, b.Source) {
-			return b.Target + strings.TrimPrefix(host, b.Source)
-		}
-	}
-	return host
 }
 
 // checkFuncTargets reports FILE::function targets naming a function that

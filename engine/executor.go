@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/internal/cleanup"
+	"github.com/nondet-sandbox/nondet-sandbox/internal/scanlock"
+	"github.com/nondet-sandbox/nondet-sandbox/report"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
+)
+
+// executor is what every phase runs its jobs through: the scan's
+// resources (lock, scratch, runtime session), where the trees and the
+// worker appear inside a container, the pool that runs (shard, run)
+// tasks, and the counters those jobs leave. It knows nothing of verdicts.
+type executor struct {
+	opts      Options
+	id        string // names every resource of this scan, after scanlock.Prefix
+	scratch   string // host directory for the worker, plans and job scratch
+	python    string // the interpreter, as an absolute path
+	binds     []sandbox.Bind
+	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
+	codeKept  bool   // discovery kept some module's bytecode
+	loc       locales
+	locpath   string // host directory of generated locales, or ""
+	faketime  string // libfaketime, or ""
+	masks     []sandbox.Mask
+	session   sandbox.Session
+	processes atomic.Int64
+	jobSeq    atomic.Int64
+	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
+	tasksDone, tasksPlanned atomic.Int64
+	peakMu                  sync.Mutex
+	workers                 []report.Worker // measurements, when asked for
+}
+
+// openExecutor does what every use of the sandbox starts with: take the
+// scan's lock, sweep what killed scans left behind, find the real
+// interpreter, make the scratch directory and let the runtime prepare. The
+// returned function undoes it all, even after ctx is cancelled.
+func openExecutor(ctx context.Context, opts Options, files []sourceFile) (_ *executor, _ func(), err error) {
+	// A runtime whose image brings its own interpreter runs --python as
+	// the image knows it; every other runtime runs the host's.
+	inImage := opts.Runtime.Capabilities().InImage
+	python := opts.Python
+	if !inImage {
+		p, err := exec.LookPath(opts.Python)
+		if err != nil {
+			return nil, nil, &usageError{fmt.Sprintf("python interpreter %q not found; pass --python with a path to python3", opts.Python)}
+		}
+		if python, err = filepath.Abs(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	x := &executor{opts: opts, id: newScanID()}
+	var undo cleanup.Stack
+	defer undo.Clean() // unless released on success
+	lock, err := scanlock.Acquire(x.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo.Push(lock.Release)
+	x.sweep(ctx)
+	interp := &interpreter{Executable: python}
+	if !inImage {
+		if interp, err = probeInterpreter(ctx, python); err != nil {
+			return nil, nil, err
+		}
+	}
+	x.python = interp.Executable
+	if !opts.Runtime.Isolated() {
+		x.python = python
+	}
+	x.scratch, err = os.MkdirTemp(x.tempDir(), scanlock.Prefix+x.id+"-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	undo.Push(func() { os.RemoveAll(x.scratch) })
+	if err := os.MkdirAll(filepath.Join(x.scratch, "shared"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := WriteWorker(filepath.Join(x.scratch, "shared", workerPackage)); err != nil {
+		return nil, nil, err
+	}
+	x.session, err = opts.Runtime.Begin(ctx, sandbox.Scan{ID: x.id, Scratch: x.scratch, Jobs: opts.Jobs, Limits: opts.Limits})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrRuntime, opts.Runtime.Name(), err)
+	}
+	undo.Push(func() {
+		cleanup.Do(ctx, 30*time.Second, func(cctx context.Context) {
+			if err := x.session.End(cctx); err != nil && opts.Notes != nil {
+				fmt.Fprintf(opts.Notes, "nondet-sandbox: cleaning up the %s runtime: %v\n", opts.Runtime.Name(), err)
+			}
+		})
+	})
+	x.loc = ensureLocales(ctx, opts.CacheDir)
+	x.locpath = x.loc.dir
+	x.layout(files, interp)
+	if !inImage {
+		worker := filepath.Join(x.scratch, "shared", workerPackage)
+		compileWorker(ctx, x.python, worker, x.inside(worker), x.env())
+	}
+	x.faketime = findFaketime()
+	if inImage {
+		// The image's libfaketime, where images/probe/Dockerfile puts it on
+		// every architecture, not where the host happens to have one.
+		x.faketime = imageFaketime
+	}
+	return x, undo.Release(), nil
+}
+
+func newScanID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// layout decides where the scanned trees appear inside a container: each
+// outermost import root is bound read-only under /scan. On the host
+// runtime every path is itself.
+func (x *executor) layout(files []sourceFile, interp *interpreter) {
+	isolated := x.opts.Runtime.Isolated()
+	x.binds = []sandbox.Bind{{Source: filepath.Join(x.scratch, "shared"), Target: "/nondet"}}
+	if x.locpath != "" {
+		x.binds = append(x.binds, sandbox.Bind{Source: x.locpath, Target: "/nondet-locale"})
+	}
+	if !isolated {
+		for i := range x.binds {
+			x.binds[i].Target = x.binds[i].Source
+		}
+	}
+	roots := map[string]bool{}
+	for _, f := range files {
+		roots[f.Root] = true
+	}
+	var list []string
+	for r := range roots {
+		list = append(list, r)
+	}
+	sort.Strings(list)
+	var outer []string
+	for _, r := range list {
+		if len(outer) > 0 && within(r, outer[len(outer)-1]) {
+			continue
+		}
+		outer = append(outer, r)
+	}
+	home, _ := os.UserHomeDir()
+	for i, r := range outer {
+		target := r
+		if isolated {
+			target = fmt.Sprintf("/scan/%d", i)
+			x.masks = append(x.masks, hiddenEntries(r, target)...)
+			if x.opts.Notes != nil && (r == home || r == "/root" || filepath.Dir(r) == "/home") {
+				fmt.Fprintf(x.opts.Notes, "nondet-sandbox: note: the import root %s is a home directory; it is mounted read-only, its hidden entries masked\n", r)
+			}
+		}
+		x.binds = append(x.binds, sandbox.Bind{Source: r, Target: target})
+	}
+	if isolated {
+		// The interpreter appears where it lives, so its own idea of its
+		// prefix holds; the system directories are the policy's.
+		for _, d := range interp.mounts(sandbox.SystemDirs) {
+			x.binds = append(x.binds, sandbox.Bind{Source: d, Target: d})
+		}
+	}
+}
+
+// sweep removes what scans killed before they could clean up left behind,
+// and says so.
+func (x *executor) sweep(ctx context.Context) {
+	removed, err := x.opts.Runtime.Sweep(ctx, scanlock.Alive)
+	dirs, _ := filepath.Glob(filepath.Join(x.tempDir(), scanlock.Prefix+"*"))
+	for _, d := range dirs {
+		id := scanlock.ScanID(filepath.Base(d))
+		if id == "" || id == x.id || scanlock.Alive(id) || !ownedByMe(d) {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			removed = append(removed, "temporary directory "+d)
+		}
+	}
+	for _, id := range scanlock.Dead() {
+		scanlock.Forget(id)
+	}
+	if x.opts.Notes == nil {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(x.opts.Notes, "nondet-sandbox: sweeping leftovers of interrupted scans: %v\n", err)
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(x.opts.Notes, "nondet-sandbox: removed what interrupted scans left behind: %s\n", strings.Join(removed, "; "))
+	}
+}
+
+// ownedByMe: a scan removes only its own user's directories.
+func ownedByMe(path string) bool {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Geteuid()
+}
+
+// tempDir is where the scan's scratch directory goes. A container's user
+// must be able to reach the root skeleton inside it, so for the container
+// runtimes a temporary directory below a private one ($TMPDIR under a home
+// directory, a test's own) gives way to /tmp.
+func (x *executor) tempDir() string {
+	dir := x.opts.TempDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if x.opts.Runtime.Isolated() && !reachable(dir) {
+		return "/tmp"
+	}
+	return dir
+}
+
+// reachable says whether every directory from / to dir lets others pass.
+func reachable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
+}
+
+// hiddenEntries are the masks for the hidden entries at the top of a bound
+// tree: where secrets live in a home directory, and nothing a scan needs
+// (discovery skips hidden directories).
+func hiddenEntries(source, target string) []sandbox.Mask {
+	entries, _ := os.ReadDir(source)
+	var out []sandbox.Mask
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		// Never through a link: a mask follows its target, and a hidden
+		// `.evil -> /usr` would mount over the container's /usr. A link
+		// resolves inside the container, where only the binds exist.
+		info, err := os.Lstat(filepath.Join(source, e.Name()))
+		if err != nil || !(info.IsDir() || info.Mode().IsRegular()) {
+			continue
+		}
+		out = append(out, sandbox.Mask{Target: target + "/" + e.Name(), Dir: info.IsDir()})
+	}
+	return out
+}
+
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// inside maps a host path to where the sandbox sees it.
+func (x *executor) inside(host string) string {
+	for _, b := range x.binds {
+		if within(host, b.Source) {
+			return b.Target + strings.TrimPrefix(host, b.Source)
+		}
+	}
+	return host
+}

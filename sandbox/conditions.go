@@ -273,15 +273,19 @@ var Varieds = []Varied{
 		Silent: clocks[0],
 		Valid:  func(r RunConditions) bool { return r.Clock == "" || slices.Contains(clocks, r.Clock) },
 		// libfaketime shifts the clock through LD_PRELOAD; a pinned clock
-		// starts at one instant in every run.
+		// starts at one instant in every run. FAKE_UTIME=1 keeps "now" in
+		// utime(path) the kernel's: left off, libfaketime writes the fake
+		// time explicitly, which only a file's owner may, and touching a
+		// file one may write but does not own raises PermissionError under
+		// a shifted clock alone.
 		Apply: func(r RunConditions, j *Job, a Applying) {
 			switch {
 			case r.Clock == "" || a.Faketime == "":
 			case strings.HasPrefix(r.Clock, PinnedClock):
 				start := PinnedEpoch + offsetSeconds(strings.TrimPrefix(r.Clock, PinnedClock))
-				j.Env = append(j.Env, "LD_PRELOAD="+a.Faketime, "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", start))
+				j.Env = append(j.Env, "LD_PRELOAD="+a.Faketime, "FAKE_UTIME=1", "FAKETIME_FMT=%s", fmt.Sprintf("FAKETIME=@%d", start))
 			case r.Clock != clocks[0]:
-				j.Env = append(j.Env, "LD_PRELOAD="+a.Faketime, "FAKETIME="+r.Clock)
+				j.Env = append(j.Env, "LD_PRELOAD="+a.Faketime, "FAKE_UTIME=1", "FAKETIME="+r.Clock)
 			}
 		},
 	},

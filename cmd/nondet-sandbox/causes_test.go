@@ -51,6 +51,10 @@ func TestEachCauseIsNamed(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}
+			// Varying the clock changes nothing but the clock.
+			if f := rep.Function("causes.py::touch_device"); rt != "host" && (f == nil || f.Verdict != engine.VerdictDeterministic) {
+				t.Errorf("touch_device: want deterministic under a shifted clock, got %+v", f)
+			}
 			for name, cause := range labels {
 				f := rep.Function("causes.py::" + name)
 				if f == nil {

@@ -379,7 +379,7 @@ func Posture(t *testing.T, rt sandbox.Runtime, python string, want Expect) {
 		}
 	}
 	allowed := map[string]bool{"HOME": true, "LANG": true, "LC_ALL": true, "LOCPATH": true, "PATH": true, "PWD": true,
-		"PYTHONDONTWRITEBYTECODE": true, "PYTHONHASHSEED": true, "PYTHONSAFEPATH": true, "TZ": true, "LD_PRELOAD": true, "FAKETIME": true,
+		"PYTHONDONTWRITEBYTECODE": true, "PYTHONHASHSEED": true, "PYTHONSAFEPATH": true, "TZ": true, "LD_PRELOAD": true, "FAKETIME": true, "FAKE_UTIME": true,
 		"HOSTNAME": true} // Docker sets HOSTNAME itself
 	for _, e := range p.Env {
 		if !allowed[e] {

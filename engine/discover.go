@@ -22,6 +22,9 @@ type ladders map[string][][]string
 type discovery struct {
 	modules map[string]*discoveredModule // by Rel
 	ladder  ladders
+	// receivers are the constructor inputs of a method ladder's rungs, by
+	// the same key: rung -> each constructor argument's display.
+	receivers ladders
 }
 
 type discoveredModule struct {
@@ -48,6 +51,24 @@ type discoveredFunction struct {
 	Ladder         string     `json:"ladder"` // the key of its rungs in the discovery's ladders
 	Definitions    int        `json:"definitions,omitempty"`
 	Facts          gate.Facts `json:"facts"`
+	// A method's class, its name there and its kind (method, classmethod,
+	// staticmethod, property); Name is then Class.name.
+	Class string `json:"class,omitempty"`
+	Attr  string `json:"attr,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+	// Receiver is what the constructor of an instance method's class
+	// requires; Skip why the class's methods are not probed.
+	Receiver *receiverSig `json:"receiver,omitempty"`
+	Skip     string       `json:"skip,omitempty"`
+	// Doctests are the arguments of the calls in its docstring's
+	// examples, as literal source: its first rungs.
+	Doctests [][]string `json:"doctests,omitempty"`
+}
+
+// receiverSig is a constructor's signature as the ladder sees it.
+type receiverSig struct {
+	Arity int      `json:"arity"`
+	Kinds []string `json:"kinds,omitempty"`
 }
 
 // discover parses every file in one sandboxed interpreter. Parsing never
@@ -79,7 +100,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		importPath[f.Rel] = s.ex.inside(f.Path)
 		req.Files = append(req.Files, reqFile{Path: importPath[f.Rel], Rel: f.Rel})
 	}
-	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}}
+	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}, receivers: ladders{}}
 	done := false
 	var recErr error
 	handle := func(line []byte) {
@@ -93,7 +114,8 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		switch head.K {
 		case kindLadder:
 			var l struct {
-				Rungs map[string][][]string `json:"rungs"`
+				Rungs     map[string][][]string `json:"rungs"`
+				Receivers map[string][][]string `json:"receivers"`
 			}
 			if err := json.Unmarshal(line, &l); err != nil {
 				recErr = err
@@ -101,6 +123,9 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 			}
 			for k, v := range l.Rungs {
 				d.ladder[k] = v
+			}
+			for k, v := range l.Receivers {
+				d.receivers[k] = v
 			}
 		case kindModule:
 			var m discoveredModule

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,7 +34,7 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 	}
 	for _, p := range probes {
 		f := p.fn
-		f.Contained = res.events[p.Index]
+		f.Contained = slices.Clone(res.events[p.Index])
 		f.Runs = runs.of(p)
 		if fails := res.shardError[p.Index]; len(fails) >= f.Runs {
 			f.Verdict, f.Reason = VerdictNotProbed, "the sandbox could not run it: "+firstOf(fails)
@@ -43,6 +44,12 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 				f.Contained = append(f.Contained, report.Event{Kind: "sandbox", Run: run, Detail: why})
 			}
 		}
+		// Runs append their events as they happen, side by side: the
+		// report lists them in one order whatever the timing.
+		sort.SliceStable(f.Contained, func(i, j int) bool {
+			a, b := f.Contained[i], f.Contained[j]
+			return a.Run < b.Run || a.Run == b.Run && (a.Rung < b.Rung || a.Rung == b.Rung && a.Kind < b.Kind)
+		})
 		if fails := res.importErr[p.Module]; len(fails) >= f.Runs {
 			f.Verdict, f.Reason = VerdictNotProbed, "import failed: "+firstOf(fails)
 			continue
@@ -53,7 +60,44 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 			continue
 		}
 		judge(f, res.calls[p.Index], ladder[p.Ladder])
+		if p.receivers == nil {
+			continue
+		}
+		if raised := neverBuilt(res.calls[p.Index]); raised != "" {
+			f.Verdict, f.Witness, f.OrderSensitive = VerdictNotProbed, nil, nil
+			f.Reason = fmt.Sprintf("its class %s never built: the constructor raised %s on every receiver the ladder tried", p.Class, raised)
+			continue
+		}
+		if w := f.Witness; w != nil && w.Rung < len(p.receivers) {
+			w.Receiver = p.Class + "(" + strings.Join(p.receivers[w.Rung], ", ") + ")"
+		}
 	}
+}
+
+// constructorSuffix marks an answer the constructor of a method's
+// receiver gave: the method was never called.
+const constructorSuffix = " (constructor)"
+
+// neverBuilt names the exceptions the constructor raised when every
+// canonical answer of a method came from its constructor, or "".
+func neverBuilt(rungs [][]outcome) string {
+	var names []string
+	for _, runs := range rungs {
+		for _, o := range runs {
+			if !canonical(o) {
+				continue
+			}
+			name, ok := strings.CutSuffix(o.value, constructorSuffix)
+			if !ok {
+				return ""
+			}
+			if name = strings.TrimPrefix(name, "E:"); !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // importAnswers makes a failed import the answer of every rung of the

@@ -147,6 +147,14 @@ type planFunction struct {
 	Arity     int      `json:"arity"`
 	Kinds     []string `json:"kinds,omitempty"`
 	OrderFree []int    `json:"order_free,omitempty"`
+	// A method: its class, its name there, its kind, and its class's
+	// constructor when it is called on an instance.
+	Class    string       `json:"class,omitempty"`
+	Attr     string       `json:"attr,omitempty"`
+	Kind     string       `json:"kind,omitempty"`
+	Receiver *receiverSig `json:"receiver,omitempty"`
+	// Doctests are its docstring examples' arguments: its first rungs.
+	Doctests [][]string `json:"doctests,omitempty"`
 }
 
 type workerPlan struct {
@@ -193,7 +201,8 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			modOf = append(modOf, p.Module)
 			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: x.inside(p.File.Root), Name: p.File.Name, Path: x.inside(p.File.Path)})
 		}
-		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree})
+		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree,
+			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests})
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	if !x.opts.Runtime.Isolated() {

@@ -113,13 +113,13 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 // the scanned tree.
 func checkID(id string) (file, name string, err error) {
 	if !strings.Contains(id, "::") {
-		return "", "", &usageError{fmt.Sprintf("%q is not a function id (FILE.py::function)", id)}
+		return "", "", &usageError{fmt.Sprintf("%q is not a function id (FILE.py::function or FILE.py::Class.method)", id)}
 	}
 	file, name = report.SplitID(id)
 	if !strings.HasSuffix(file, ".py") || !filepath.IsLocal(filepath.FromSlash(file)) || strings.Contains(file, "\\") || filepath.ToSlash(filepath.Clean(filepath.FromSlash(file))) != file {
 		return "", "", &usageError{fmt.Sprintf("the report's id %q names a file outside the scanned tree; the report was changed or is not from this tool", id)}
 	}
-	if !isIdentifier(name) {
+	if !isQualName(name) {
 		return "", "", &usageError{fmt.Sprintf("the report's id %q does not end in a function name; the report was changed or is not from this tool", id)}
 	}
 	return file, name, nil

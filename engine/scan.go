@@ -256,6 +256,12 @@ type probe struct {
 	fn        *report.Function
 	smelly    bool  // gets the extra hash-seed runs
 	orderFree []int // parameters declared order-free
+	// A method's class, its name there, kind and constructor; receivers
+	// are its rungs' constructor inputs, shown in a witness.
+	Class, Attr, Kind string
+	Receiver          *receiverSig
+	receivers         [][]string
+	Doctests          [][]string // its docstring examples' arguments
 }
 
 // selectProbes decides which functions are called, and records every
@@ -284,14 +290,17 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			if f.Func != "" && fn.Name != f.Func {
 				continue
 			}
-			if f.Func == "" && !s.opts.Private && strings.HasPrefix(fn.Name, "_") {
+			if f.Func == "" && !s.opts.Private && private(fn.Name) {
 				continue
 			}
 			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)
+			out.Kind = fn.Kind
 			out.Suppressed = ignored[fn.Line]
 			why := signatureProblem(fn)
 			switch {
 			case why != "":
+			case fn.Skip != "":
+				why = fn.Skip
 			case shadow != "":
 				why = "gate: Python would import " + shadow + ", not the source the gate read; use a container runtime, or --unsafe"
 			case enforce && modRefusal != nil:
@@ -306,10 +315,18 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			out.Smells = gate.Smells(fn.Facts)
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
 				Kinds: fn.Kinds, Ladder: fn.Ladder,
-				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID]})
+				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID],
+				Class: fn.Class, Attr: fn.Attr, Kind: fn.Kind, Receiver: fn.Receiver, receivers: disc.receivers[fn.Ladder], Doctests: fn.Doctests})
 		}
 	}
 	return probes
+}
+
+// private says whether a function or method is private by its name: a
+// private class's methods, and a class's private methods, are.
+func private(name string) bool {
+	class, attr, _ := strings.Cut(name, ".")
+	return strings.HasPrefix(class, "_") || strings.HasPrefix(attr, "_")
 }
 
 // signatureProblem says why the ladder cannot call a function, or "".
@@ -321,6 +338,8 @@ func signatureProblem(fn discoveredFunction) string {
 		return fmt.Sprintf("keyword-only parameter %s has no default: the ladder passes positional arguments only", fn.KwonlyRequired[0])
 	case fn.Required > maxArity:
 		return fmt.Sprintf("%d required parameters: the ladder covers 0 to %d", fn.Required, maxArity)
+	case fn.Receiver != nil && fn.Receiver.Arity > maxArity:
+		return fmt.Sprintf("its class's constructor requires %d arguments: the ladder covers 0 to %d", fn.Receiver.Arity, maxArity)
 	}
 	return ""
 }

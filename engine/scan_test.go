@@ -252,7 +252,7 @@ func TestTargets(t *testing.T) {
 		{"testdata/nope", "no such file or directory"},
 		{"testdata/pkgtree/README.txt", "not a Python source file"},
 		{"testdata/pkgtree::x", "is a directory"},
-		{"testdata/broken/ok.py::", "give one module-level function name"},
+		{"testdata/broken/ok.py::", "give a module-level function or a class"},
 	} {
 		_, err := engine.ParseTarget(c.arg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

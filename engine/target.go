@@ -34,8 +34,8 @@ func ParseTarget(arg string) (Target, error) {
 	path := arg
 	if i := strings.LastIndex(arg, "::"); i >= 0 {
 		path, t.Func = arg[:i], arg[i+2:]
-		if t.Func == "" || strings.ContainsAny(t.Func, "./:") {
-			return t, &usageError{fmt.Sprintf("%s: after '::' give one module-level function name, as in util.py::normalise", arg)}
+		if !isQualName(t.Func) {
+			return t, &usageError{fmt.Sprintf("%s: after '::' give a module-level function or a class's method, as in util.py::normalise or util.py::Parser.parse", arg)}
 		}
 	}
 	abs, err := filepath.Abs(path)
@@ -323,6 +323,18 @@ func moduleName(path string) (root, name string) {
 		return filepath.Dir(path), "__init__"
 	}
 	return dir, strings.Join(parts, ".")
+}
+
+// isQualName says whether s names a function or a method: name or
+// Class.name, never a special method (discovery lists none: f.__globals__
+// is an attribute, not a method).
+func isQualName(s string) bool {
+	class, name, dotted := strings.Cut(s, ".")
+	if !dotted {
+		return isIdentifier(s)
+	}
+	special := strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__")
+	return isIdentifier(class) && isIdentifier(name) && !special
 }
 
 func isIdentifier(s string) bool {

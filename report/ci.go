@@ -19,7 +19,7 @@ func findingText(f *Function) string {
 		}
 		return text
 	}
-	text := fmt.Sprintf("%s gave two answers to (%s): %s then %s", f.ID, strings.Join(w.Args, ", "),
+	text := fmt.Sprintf("%s gave two answers to %s: %s then %s", f.ID, w.Input(),
 		clip(w.Answers[0].Value, 120), clip(w.Answers[1].Value, 120))
 	if len(f.Causes) > 0 {
 		text += "; causes: " + strings.Join(f.Causes, ", ")

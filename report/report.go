@@ -121,8 +121,11 @@ type Module struct {
 
 // Function is one module-level function and its verdict.
 type Function struct {
-	ID      string   `json:"id"`
-	Line    int      `json:"line"`
+	ID   string `json:"id"`
+	Line int    `json:"line"`
+	// Kind is set for a class's method (FILE.py::Class.name): method,
+	// classmethod, staticmethod or property.
+	Kind    string   `json:"kind,omitempty"`
 	Verdict string   `json:"verdict"`
 	Reason  string   `json:"reason,omitempty"`
 	Causes  []string `json:"causes"`
@@ -183,14 +186,27 @@ func (s *Suppression) Covers(causes []string) bool {
 
 // Witness is the input and two answers that disagreed.
 type Witness struct {
-	Rung      int      `json:"rung"`
-	Args      []string `json:"args"`
+	Rung int      `json:"rung"`
+	Args []string `json:"args"`
+	// Receiver is the instance a method was called on, as its
+	// constructor's call: Class(args). Every call built a fresh one.
+	Receiver  string   `json:"receiver,omitempty"`
 	Answers   []Answer `json:"answers"`
 	OrderOnly bool     `json:"order_only"`
 	// Breaker is set when one process gave both answers: "repeat" (the
 	// same input twice) or "dict-order" (the second answer is to the input
 	// with every dict in reversed key order).
 	Breaker string `json:"breaker,omitempty"`
+}
+
+// Input is the witness's input as people read it: (args), and for a
+// method the instance it was called on.
+func (w *Witness) Input() string {
+	in := "(" + strings.Join(w.Args, ", ") + ")"
+	if w.Receiver != "" {
+		in += " on a fresh " + w.Receiver
+	}
+	return in
 }
 
 // MovedBy is what another function left behind, and what it did.
@@ -246,6 +262,12 @@ type Census struct {
 	// of the code a clean report speaks for.
 	Probed  int `json:"probed"`
 	Reached int `json:"reached"`
+	// Methods counts the methods among the functions listed (every
+	// verdict), MethodsProbed and MethodsReached those among Probed and
+	// Reached: a class's code is reached apart from the module's.
+	Methods        int `json:"methods"`
+	MethodsProbed  int `json:"methods_probed"`
+	MethodsReached int `json:"methods_reached"`
 	// Suppressed counts findings ignored in the source, InBaseline those
 	// the baseline already had: both are among Nondeterministic.
 	Suppressed int `json:"suppressed,omitempty"`
@@ -293,10 +315,20 @@ func (c *Census) count(f *Function) {
 	if f.MovedBy != nil {
 		c.MovedByOthers++
 	}
+	method := f.Kind != ""
+	if method {
+		c.Methods++
+	}
 	if f.Verdict != VerdictNotProbed && f.Verdict != "" {
 		c.Probed++
+		if method {
+			c.MethodsProbed++
+		}
 		if f.Rungs.Reached > 0 {
 			c.Reached++
+			if method {
+				c.MethodsReached++
+			}
 		}
 	}
 	switch f.Verdict {

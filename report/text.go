@@ -118,7 +118,7 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		for _, f := range sensitive {
 			wt := f.OrderSensitive
 			p.f("%s:%d: order-sensitive  %s\n", where(f.ID), max(f.Line, 1), f.ID)
-			p.f("         (%s) -> %s  then, with every dict's keys reversed,  %s\n", strings.Join(wt.Args, ", "),
+			p.f("         %s -> %s  then, with every dict's keys reversed,  %s\n", wt.Input(),
 				clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60))
 		}
 	}
@@ -202,9 +202,17 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		p.f("excluded by include/exclude: %d files: %s%s\n", n, strings.Join(shown, ", "), more)
 	}
 	c := r.Census
-	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed\n",
+	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
-	if c.Probed > 0 {
+	if c.Methods > 0 {
+		p.f(" (%s, %s)", count(len(r.Functions)-c.Methods, "function"), count(c.Methods, "method"))
+	}
+	p.f("\n")
+	switch {
+	case c.Probed > 0 && c.MethodsProbed > 0:
+		p.f("reach: %d of %d probed functions and %d of %d probed methods had a call enter their body (a clean report speaks for those)\n",
+			c.Reached-c.MethodsReached, c.Probed-c.MethodsProbed, c.MethodsReached, c.MethodsProbed)
+	case c.Probed > 0:
 		p.f("reach: %d of %d probed functions had a call enter their body (a clean report speaks for those)\n", c.Reached, c.Probed)
 	}
 	for _, pk := range r.Packages {
@@ -269,7 +277,7 @@ func (p *printer) witness(r *Report, wt *Witness, causes []string) {
 	if wt.OrderOnly {
 		order = "   (order only)"
 	}
-	p.f("         (%s) -> %s  then  %s%s\n", strings.Join(wt.Args, ", "),
+	p.f("         %s -> %s  then  %s%s\n", wt.Input(),
 		clip(wt.Answers[0].Value, 60), clip(wt.Answers[1].Value, 60), order)
 	switch wt.Breaker {
 	case BreakerRepeat:
@@ -504,4 +512,12 @@ func WriteConcise(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, notCommands(out.String()))
 	return err
+}
+
+// count is n and a noun, plural but for one.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

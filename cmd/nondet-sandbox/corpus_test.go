@@ -93,8 +93,12 @@ func TestRealWorldCorpus(t *testing.T) {
 		t.Errorf("finding not triaged in fixtures/corpus/labels: %s", id)
 	}
 	c := rep.Census
-	t.Logf("corpus: %d functions; %d nondeterministic (%d true, %d false), %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others; reach %d of %d probed",
-		len(rep.Functions), c.Nondeterministic, truePos, falsePos, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers, c.Reached, c.Probed)
+	t.Logf("corpus: %d functions and methods (%d methods); %d nondeterministic (%d true, %d false), %d deterministic, %d look, %d not probed; %d order-sensitive, %d moved by others; reach %d of %d probed (methods %d of %d probed, %d listed)",
+		len(rep.Functions), c.Methods, c.Nondeterministic, truePos, falsePos, c.Deterministic, c.Look, c.NotProbed, c.OrderSensitive, c.MovedByOthers, c.Reached, c.Probed,
+		c.MethodsReached, c.MethodsProbed, c.Methods)
+	if c.Methods == 0 || c.MethodsReached == 0 {
+		t.Errorf("no method of the corpus was reached: %+v", c)
+	}
 	if c.Probed == 0 || c.Reached == 0 || c.Reached > c.Probed {
 		t.Errorf("reach %d of %d probed functions: not measured", c.Reached, c.Probed)
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
@@ -47,6 +49,7 @@ func TestPrecisionFixtures(t *testing.T) {
 				testenv.NeedRoot(t)
 			}
 			opts := testOptions(t, rt, 11)
+			opts.callTimeout = 3 * time.Second // hangs.py's hang costs one limit per run
 			var out, errOut bytes.Buffer
 			err := runRun(context.Background(), opts, []string{"../../fixtures/precision"}, &out, &errOut)
 			if errors.Is(err, engine.ErrRuntime) {
@@ -95,6 +98,24 @@ func TestPrecisionFixtures(t *testing.T) {
 					if len(f.Causes) == 0 || f.Causes[0] != arg {
 						t.Errorf("%s: want first cause %s, got %v", l.id, arg, f.Causes)
 					}
+				case "receiver":
+					if f.Witness == nil || f.Witness.Receiver != arg {
+						t.Errorf("%s: want a witness on a fresh %s, got %+v", l.id, arg, f.Witness)
+					}
+				case "answered":
+					// At least this many rungs had an answer in some run.
+					if n, _ := strconv.Atoi(arg); f.Rungs.Answered < n {
+						t.Errorf("%s: %d rungs answered, want at least %s: %+v", l.id, f.Rungs.Answered, arg, f.Rungs)
+					}
+				case "receiver-built":
+					// Some call on a receiver built from the constructor's
+					// inputs entered the method.
+					if f.Rungs.Reached == 0 {
+						t.Errorf("%s: no call reached the method: %+v", l.id, f.Rungs)
+					}
+				}
+				if f.Kind == "" && strings.Contains(l.id, ".py::") && strings.Contains(strings.SplitN(l.id, "::", 2)[1], ".") {
+					t.Errorf("%s: a method reported without its kind", l.id)
 				}
 				if f.Verdict == engine.VerdictNondeterministic && f.OrderSensitive == nil && f.Witness == nil {
 					t.Errorf("%s: a finding without a witness", l.id)
@@ -115,7 +136,7 @@ func TestPrecisionFixtures(t *testing.T) {
 			if err := os.WriteFile(report, out.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, id := range []string{"blocks.py::scatter", "blocks.py::epoch_hour", "echo.py::keys_csv"} {
+			for _, id := range []string{"blocks.py::scatter", "blocks.py::epoch_hour", "echo.py::keys_csv", "methods.py::Settings.home"} {
 				var rout bytes.Buffer
 				ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, root: ".", runtimeGiven: true}
 				err := runReplay(context.Background(), ro, id, &rout, &bytes.Buffer{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -103,7 +102,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 		return err
 	}
 	w := f.Replayable()
-	fmt.Fprintf(stdout, "%s on (%s), rung %d\n", report.TerminalSafe(f.ID), report.TerminalSafe(strings.Join(w.Args, ", ")), w.Rung)
+	fmt.Fprintf(stdout, "%s: input %s, rung %d\n", report.TerminalSafe(f.ID), report.TerminalSafe(w.Input()), w.Rung)
 	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", report.TerminalSafe(w.Answers[0].Value), report.TerminalSafe(w.Answers[1].Value))
 	for _, r := range got {
 		value := r.Value

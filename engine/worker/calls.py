@@ -46,22 +46,19 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         # (a module __getattr__), and that must be under the call's limit.
         mark.start(idx)
         try:
-            target = getattr(mod, fn["name"], _UNBOUND)
+            target, why = _lookup(mod, fn)
         except BaseException as e:
-            target = e
-        if target is _UNBOUND:
-            ch.send({"k": "nc", "i": idx, "why": "after import the module has no attribute %s: defined in a block that did not run here, or deleted" % fn["name"]})
+            target, why = None, "looking it up after import raised %s" % _typename(type(e))
+        if target is None:
+            ch.send({"k": "nc", "i": idx, "why": why})
             mark.end()
             skip.add(fi)
             state.restore()
             continue
-        if not callable(target) or isinstance(target, BaseException):
-            ch.send({"k": "nc", "i": idx, "why": "after import, %s is %s, not a function" % (fn["name"], type(target).__name__)})
-            mark.end()
-            skip.add(fi)
-            state.restore()
-            continue
-        base = rungs_of(fn["arity"], fn.get("kinds"))[ri]
+        base = rungs_of(fn["arity"], fn.get("kinds"), fn.get("receiver"), fn.get("doctests"))[ri]
+        if isinstance(target, _Method):
+            recv, base = base
+            target = _OnFresh(target, recv)
         threads = threading.active_count()
         before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}
@@ -90,6 +87,73 @@ def run_calls(plan, ch, lo, hi, skip, mark):
 
 
 _UNBOUND = object()
+
+
+def _lookup(mod, fn):
+    """What a planned function names in its imported module: (callable,
+    None), or (None, why not). A method of a class is the class's own
+    attribute, never an inherited one; one called on an instance comes
+    back as a _Method, bound to a fresh instance per call."""
+    cname = fn.get("class")
+    name = cname or fn["name"]
+    obj = getattr(mod, name, _UNBOUND)
+    if obj is _UNBOUND:
+        return None, "after import the module has no attribute %s: defined in a block that did not run here, or deleted" % name
+    if not cname:
+        if not callable(obj):
+            return None, "after import, %s is %s, not a function" % (name, type(obj).__name__)
+        return obj, None
+    if not isinstance(obj, type):
+        return None, "after import, %s is %s, not a class" % (name, _typename(type(obj)))
+    attr, kind = fn["attr"], fn["kind"]
+    raw = obj.__dict__.get(attr, _UNBOUND)
+    if raw is _UNBOUND:
+        return None, "after import the class %s has no attribute %s of its own" % (name, attr)
+    if kind in ("staticmethod", "classmethod"):
+        target = getattr(obj, attr)
+        if not callable(target):
+            return None, "after import, %s.%s is %s, not a method" % (name, attr, _typename(type(target)))
+        return target, None
+    if getattr(obj, "__abstractmethods__", None):
+        return None, "the class is abstract: %s are abstract methods" % ", ".join(sorted(obj.__abstractmethods__))
+    return _Method(obj, attr, kind, raw), None
+
+
+class _Method:
+    """A method or property of a class, called on an instance."""
+
+    def __init__(self, cls, attr, kind, raw):
+        self.cls, self.attr, self.kind = cls, attr, kind
+        # The function whose frame a call enters: a property's getter, a
+        # cached property's function, the method itself.
+        self.func = getattr(raw, "fget", None) or getattr(raw, "func", None) or raw
+
+
+class ConstructorRaised(Exception):
+    """The constructor raised while building a call's receiver."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+
+class _OnFresh:
+    """One rung of a method: each call builds a fresh instance from the
+    receiver's constructor input, so no call can move another's answer
+    through the instance, then calls the method (or reads the property)."""
+
+    def __init__(self, method, recv):
+        self.method, self.recv = method, recv
+        self.__wrapped__ = method.func
+
+    def __call__(self, *args):
+        m = self.method
+        try:
+            obj = m.cls(*fresh(self.recv))
+        except BaseException as e:
+            raise ConstructorRaised(e) from None
+        if m.kind == "property":
+            return getattr(obj, m.attr)
+        return getattr(obj, m.attr)(*args)
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath)
 
 
@@ -144,6 +208,10 @@ def call(target, args, reach=None):
     object to tell by)."""
     try:
         value = target(*args)
+    except ConstructorRaised as e:  # the method was never called
+        if reach is not None:
+            reach.append(False)
+        return raised(e.inner) + " (constructor)", None, None
     except BaseException as e:  # raising is an answer: its type is canonical
         if reach is not None:
             reach.append(_entered(target, e.__traceback__))

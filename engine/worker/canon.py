@@ -54,7 +54,7 @@ def canon_text(x, sort_sets=False, memo=None, dict_order=False):
     shown, never how answers compare)."""
     out = []
     sets = [False]
-    ctx = (sort_sets, sets, {} if memo is None else memo, dict_order)
+    ctx = (sort_sets, sets, {} if memo is None else memo, dict_order, False)
     _canon(x, out, set(), ctx)
     return "".join(out), sets[0]
 
@@ -116,12 +116,70 @@ def _canon(x, out, path, ctx):
         out.append("io.%s(%r, pos=%d)" % (name, x.getvalue(), x.tell()))
         return
     if _lazy(x):
+        if ctx[4]:
+            # An iterator an instance holds (a context manager's generator)
+            # is its state, not its answer: running it would run code the
+            # caller never asked for.
+            out.append("iter:" + _typename(t) + "[not consumed]")
+            return
         _inside(path, ident, _canon_lazy, x, t, out, path, ctx)
         return
     r = repr(x)
     if _ADDRESS.search(r) or _ANGLE_ID.match(r):
-        raise NoCanon(_typename(t))
+        state = _state(x, t)
+        if state is None:
+            raise NoCanon(_typename(t))
+        # An instance whose repr is only its address is its attributes:
+        # what a constructor or a builder method gives back.
+        _inside(path, ident, _canon_object, state, t, out, path, ctx)
+        return
     out.append(_typename(t) + ":" + r)
+
+
+def _state(x, t):
+    """An instance's attributes (its __dict__ and its slots), or None
+    when it has neither: nothing but its address to tell it by."""
+    try:
+        d = object.__getattribute__(x, "__dict__")
+    except AttributeError:
+        d = None
+    if d is not None and not isinstance(d, dict):
+        return None
+    state = dict(d) if d is not None else {}
+    slotted = False
+    for k in t.__mro__:
+        slots = k.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            slotted = True
+            try:
+                state[name] = object.__getattribute__(x, name)
+            except AttributeError:
+                pass
+    if d is None and not slotted:
+        return None
+    return state
+
+
+def _canon_object(state, t, out, path, ctx):
+    """An instance as Type{name=value,...}, its attributes sorted by name.
+    An int held in an attribute named for a hash is a cached hash(): it
+    follows the hash seed by design and equality never reads it, so it is
+    left out."""
+    ctx = ctx[:4] + (True,)
+    out.append(_typename(t) + "{")
+    first = True
+    for name in sorted(state):
+        v = state[name]
+        if type(v) is int and "hash" in name.lower():
+            continue
+        if not first:
+            out.append(",")
+        first = False
+        out.append(name + "=")
+        _canon(v, out, path, ctx)
+    out.append("}")
 
 
 def _inside(path, ident, canon, *args):
@@ -176,7 +234,7 @@ def _canon_lazy(x, t, out, path, ctx):
 
 
 def _canon_container(x, t, out, path, ctx):
-    sort_sets, sets, _, dict_order = ctx
+    sort_sets, sets, _, dict_order, _ = ctx
     prefix = "" if t in (list, tuple, dict, set, frozenset) else _typename(t)
     if isinstance(x, dict):
         items = []

@@ -5,6 +5,7 @@ import fcntl
 import json
 import mmap
 import os
+import signal
 import stat
 import struct
 import time
@@ -32,6 +33,7 @@ class Channel:
             os.close(acks)
         self.pending = []
         self.since = 0.0
+        self._flushing = False
 
     def step(self, rec):
         """Sends the start or the end of an import and, in a child, waits
@@ -56,11 +58,14 @@ class Channel:
             self.flush()
 
     def flush(self):
-        if not self.pending:
+        # A flush from a signal handler (flush_on) that interrupted this
+        # one must not write the same records twice.
+        if not self.pending or self._flushing:
             return
-        data = ("\n".join(self.pending) + "\n").encode()
-        self.pending = []
+        self._flushing = True
         try:
+            data = ("\n".join(self.pending) + "\n").encode()
+            self.pending = []
             while data:
                 data = data[os.write(self.fd, data):]
         except OSError:
@@ -68,6 +73,14 @@ class Channel:
             # be reported from this process, so end it; the engine names the
             # call in progress and resumes after it.
             os._exit(97)
+        finally:
+            self._flushing = False
+
+    def flush_on(self, signum):
+        """Flushes the queue when signum arrives: the parent asks before it
+        ends a child whose call ran past its limit, so the answers the child
+        already has are not lost with it."""
+        signal.signal(signum, lambda *_: self.flush())
 
 
 _encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode

@@ -9,7 +9,7 @@ import stat
 from .bytecode import bytecode
 from .canon import display
 from .channel import Channel, _encode
-from .ladder import MAX_ARITY, _last_name, annotation_kind, ladder_key, rungs_of
+from .ladder import MAX_ARITY, _last_name, annotation_kind, doctest_key, ladder_key, name_kind, rungs_of
 
 
 def discover(req):
@@ -21,14 +21,23 @@ def discover(req):
     if req.get("openers"):
         OPENERS = set(req["openers"])
     max_arity = req.get("max_arity", MAX_ARITY)
-    keys = {str(a): (a, []) for a in range(max_arity + 1)}
+    keys = {str(a): (a, [], None, None) for a in range(max_arity + 1)}
     for f in req["files"]:
         rec = describe_module(f["path"], f["rel"], req.get("code", False))
         for fn in rec.get("functions", []):
-            if fn["required"] <= max_arity:
-                keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"]))
+            recv = fn.get("receiver")
+            if fn["required"] <= max_arity and (recv is None or recv["arity"] <= max_arity):
+                keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"], recv, fn.get("doctests")))
         ch.send(rec)
-    ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs_of(a, kinds)] for k, (a, kinds) in sorted(keys.items())}})
+    ladder, recvs = {}, {}
+    for k, (a, kinds, recv, doctests) in sorted(keys.items()):
+        rungs = rungs_of(a, kinds, recv, doctests)
+        if recv is None:
+            ladder[k] = [display(r) for r in rungs]
+        else:
+            ladder[k] = [display(args) for _, args in rungs]
+            recvs[k] = [display(r) for r, _ in rungs]
+    ch.send({"k": "ladder", "rungs": ladder, "receivers": recvs})
     ch.send({"k": "done"}, flush=True)
 
 
@@ -59,17 +68,22 @@ def describe_module(path, rel, code=False):
     top_level = []
     for node in tree.body:
         _collect_imports(node, aliases)
-    defs = []
-    _module_level(tree.body, defs, top_level)
-    names = {n.name for n in defs}
+    defs, classes = [], []
+    _module_level(tree.body, defs, top_level, classes)
+    names = {n.name for n in defs} | {c.name for c in classes}
     funcs, by_name = [], {}
     for node in defs:
         by_name.setdefault(node.name, []).append(node)
     for name, nodes in by_name.items():
         funcs.append(_describe_name(nodes, aliases, names))
-    funcs.sort(key=lambda f: f["line"])
     for f in funcs:
-        f["ladder"] = ladder_key(f["required"], f["kinds"])
+        f["ladder"] = ladder_key(f["required"], f["kinds"]) + doctest_key(f.get("doctests"))
+    seen = set()
+    for c in classes:
+        if c.name not in seen and c.name not in by_name:  # the first definition is what a version switch lists
+            seen.add(c.name)
+            funcs.extend(_describe_class(c, aliases, names))
+    funcs.sort(key=lambda f: f["line"])
     rec["functions"] = funcs
     rec["module_facts"] = _facts(top_level, aliases, names)
     del tree, top_level, defs, by_name  # compiling parses the source again
@@ -95,9 +109,9 @@ MAX_MODULE_RECORD = 768 << 10
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
-def _module_level(body, defs, top_level):
-    """Every def that binds a module-level name, however deep in if, try
-    and with blocks, and the code that runs at import."""
+def _module_level(body, defs, top_level, classes):
+    """Every def and class that binds a module-level name, however deep in
+    if, try and with blocks, and the code that runs at import."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs.append(node)
@@ -105,6 +119,7 @@ def _module_level(body, defs, top_level):
             top_level.extend(node.decorator_list)
             top_level.extend(d for d in node.args.defaults + node.args.kw_defaults if d is not None)
         elif isinstance(node, ast.ClassDef):
+            classes.append(node)
             # A class body runs at import; its methods' bodies do not.
             top_level.extend(node.decorator_list + node.bases + node.keywords)
             top_level.extend(n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -119,7 +134,7 @@ def _module_level(body, defs, top_level):
                 top_level.extend(h.type for h in node.handlers if h.type is not None)
                 blocks = [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]
             for b in blocks:
-                _module_level(b, defs, top_level)
+                _module_level(b, defs, top_level, classes)
         elif not isinstance(node, (ast.Import, ast.ImportFrom)):
             top_level.append(node)
 
@@ -193,15 +208,20 @@ def _collect_imports(node, aliases):
                 aliases[a.asname or a.name] = sub.module + "." + a.name
 
 
-def _describe_function(node, aliases, names):
+def _describe_function(node, aliases, names, bound=False):
+    """A function's signature and facts; bound drops the first positional
+    parameter (self or cls), which the call supplies."""
     a = node.args
     positional = a.posonlyargs + a.args
     required = len(positional) - len(a.defaults)
+    if bound and positional:
+        positional = positional[1:]
+        required = max(0, required - 1)
     kwonly_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
-    kinds = [annotation_kind(p.annotation) for p in positional[:required]]
+    kinds = [name_kind(p.arg, annotation_kind(p.annotation)) for p in positional[:required]]
     local = dict(aliases)
     _collect_imports(node, local)
-    return {
+    out = {
         "name": node.name,
         "line": node.lineno,
         "async": isinstance(node, ast.AsyncFunctionDef),
@@ -213,6 +233,154 @@ def _describe_function(node, aliases, names):
         "kinds": kinds,
         "facts": _facts(node.body, local, names),
     }
+    doctests = _doctests(node, required, len(positional), a.vararg is not None)
+    if doctests:
+        out["doctests"] = doctests
+    return out
+
+
+# A function's doctests give at most this many rungs: the author's own
+# inputs, tried before the ladder's.
+MAX_DOCTESTS = 5
+
+
+def _doctests(node, required, positional, vararg):
+    """The arguments of the calls of this function in its docstring's
+    examples (>>> name(...), >>> obj.name(...)), each a list of literal
+    sources, when every argument is a literal and their number fits the
+    signature; never evaluated here, only parsed."""
+    try:
+        doc = ast.get_docstring(node, clean=False)
+    except TypeError:
+        return []
+    if not doc or ">>>" not in doc:
+        return []
+    out = []
+    for line in doc.splitlines():
+        line = line.strip()
+        if not line.startswith(">>> "):
+            continue
+        try:
+            expr = ast.parse(line[4:].strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if not isinstance(expr, ast.Call) or expr.keywords or _last_name(expr.func) != node.name:
+            continue
+        if any(isinstance(a, ast.Starred) for a in expr.args):
+            continue
+        n = len(expr.args)
+        if n < required or (n > positional and not vararg):
+            continue
+        try:
+            for a in expr.args:
+                ast.literal_eval(a)
+            args = [ast.unparse(a) for a in expr.args]
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            continue
+        if args not in out:
+            out.append(args)
+        if len(out) == MAX_DOCTESTS:
+            break
+    return out
+
+
+# Classes whose methods are not probed, by what their bases say they are:
+# an instance of them is not what users build and call.
+_ENUMS = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
+_DECLARATIONS = {"Protocol": "a protocol: it declares methods, it does not implement them",
+                 "TypedDict": "a TypedDict: it has no methods of its own"}
+# Decorators that make a class's fields its constructor's parameters, in
+# order: dataclasses, attrs (classic and next-generation), NamedTuple's
+# class syntax.
+_FIELD_DECORATORS = {"dataclass", "define", "frozen", "mutable", "s", "attrs", "dataclass_transform"}
+
+
+def _class_skip(node):
+    """Why a class's methods are not probed, or ""."""
+    for b in node.bases:
+        name = _last_name(b.value if isinstance(b, ast.Subscript) else b)
+        if name in _DECLARATIONS:
+            return "the class is " + _DECLARATIONS[name]
+        if name in _ENUMS:
+            return "the class is an enumeration: its members are its instances, not built from inputs"
+        if name in ("BaseException", "Exception") or name.endswith(("Error", "Exception", "Warning")):
+            return "the class is an exception: it is raised, not called"
+    for n in node.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _last_name(d) in ("abstractmethod", "abstractproperty") for d in n.decorator_list):
+            return "the class is abstract (%s is an abstractmethod): its subclasses implement it" % n.name
+    return ""
+
+
+def _receiver(node, aliases, names):
+    """What building an instance requires: the arity and kinds of the
+    class's own __init__ (self dropped), or of its fields for a dataclass,
+    attrs class or NamedTuple; none when it inherits its constructor."""
+    for n in node.body:
+        if isinstance(n, ast.FunctionDef) and n.name == "__init__":
+            d = _describe_function(n, aliases, names, bound=True)
+            return {"arity": d["required"], "kinds": d["kinds"]}
+    fielded = any(_last_name(d.func if isinstance(d, ast.Call) else d) in _FIELD_DECORATORS for d in node.decorator_list) or \
+        any(_last_name(b) == "NamedTuple" for b in node.bases)
+    kinds = []
+    if fielded:
+        for n in node.body:
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is None and n.simple:
+                if _last_name(n.annotation.value if isinstance(n.annotation, ast.Subscript) else n.annotation) in ("ClassVar", "InitVar"):
+                    continue
+                kinds.append(name_kind(n.target.id, annotation_kind(n.annotation)))
+    return {"arity": len(kinds), "kinds": kinds}
+
+
+def _method_kind(node):
+    for d in node.decorator_list:
+        name = _last_name(d)
+        if name in ("staticmethod", "classmethod"):
+            return name
+        if name in ("property", "cached_property"):
+            return "property"
+    return "method"
+
+
+def _describe_class(node, aliases, names):
+    """One entry per method the class itself defines (inherited methods are
+    probed on the class that defines them), named Class.method. Special
+    methods (__repr__, __eq__...) are left out: they are called by the
+    language, on values the ladder does not build."""
+    skip = _class_skip(node)
+    recv = None
+    by_name = {}
+    for n in node.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if n.name.startswith("__") and n.name.endswith("__"):
+                continue
+            by_name.setdefault(n.name, []).append(n)
+    out = []
+    for name, nodes in by_name.items():
+        real = [n for n in nodes if not _is_overload(n)] or nodes[-1:]
+        first = real[0]
+        kind = _method_kind(first)
+        d = _describe_function(first, aliases, names, bound=kind != "staticmethod")
+        d["name"] = node.name + "." + name
+        d["class"], d["attr"], d["kind"] = node.name, name, kind
+        if kind == "property":
+            d["required"], d["kinds"] = 0, []
+        d["ladder"] = ladder_key(d["required"], d["kinds"])
+        if kind == "property":
+            d.pop("doctests", None)
+        if kind in ("method", "property"):
+            if recv is None:
+                recv = _receiver(node, aliases, names)
+            d["receiver"] = recv
+            d["ladder"] += "@" + ladder_key(recv["arity"], recv["kinds"])
+        d["ladder"] += doctest_key(d.get("doctests"))
+        if skip:
+            d["skip"] = skip
+        for other in nodes[1:]:  # a property's setter: its calls are the gate's too
+            more = _describe_function(other, aliases, names)["facts"]
+            d["facts"]["calls"].extend(more["calls"])
+        out.append(d)
+    return out
 
 
 def _dotted(expr, aliases):

@@ -149,7 +149,53 @@ ANNOTATION_KINDS = {
 }
 
 
+# Strings of a shape real code parses, tried first for a parameter whose
+# name asks for one (name_kind) and whose annotation says nothing or str:
+# a version parser, a URL splitter, a zone lookup never reach their body
+# with the plain words of the ladder. They come before the whole ladder,
+# so such a parameter has three rungs more.
+TYPED_VALUES = {
+    "version": ["1.2.3", "2.0.0-rc.1", "0.9"],
+    "url": ["https://example.org/a/b?q=1#top", "http://localhost:8080/", "example.org/path"],
+    "email": ["user@example.org", "Jane Doe <jane@example.org>", "user+tag@mail.example.org"],
+    "zone": ["Europe/Berlin", "America/New_York", "UTC"],
+    "localename": ["de_DE.UTF-8", "en_US", "C"],
+    "isodate": ["2024-02-29", "2024-02-29T13:45:30", "2024-02-29T13:45:30+00:00"],
+    "json": ['{"a": 1, "b": [1, 2]}', "[]", '"text"'],
+}
+# Parameter names, whole or as a suffix after "_", and the kind each asks
+# for. A path name gets the path rungs as pathlib.Path objects, unless its
+# annotation says str.
+_NAMES = {
+    "version": "version", "ver": "version",
+    "url": "url", "uri": "url", "href": "url", "link": "url", "endpoint": "url",
+    "email": "email", "mail": "email",
+    "tz": "zone", "tzname": "zone", "timezone": "zone", "zone": "zone",
+    "locale": "localename", "lang": "localename", "language": "localename", "localename": "localename",
+    "datestr": "isodate", "datestring": "isodate", "timestr": "isodate", "iso": "isodate", "isoformat": "isodate",
+    "when": "isodate", "since": "isodate", "until": "isodate", "timestamp": "isodate",
+    "json": "json", "payload": "json",
+    "path": "path", "filename": "path", "filepath": "path", "fname": "path", "pathname": "path",
+    "dirname": "path", "directory": "path", "dir": "path", "folder": "path",
+}
+
+
+def name_kind(name, annotated=""):
+    """The kind a parameter's name asks for, given what its annotation
+    says (annotation_kind): only a name whose annotation says nothing, or
+    str for the string kinds, asks."""
+    if annotated not in ("", "str"):
+        return annotated
+    low = name.lower().lstrip("_")
+    kind = _NAMES.get(low) or _NAMES.get(low.rsplit("_", 1)[-1])
+    if kind is None or (annotated == "str" and kind == "path"):
+        return annotated
+    return kind
+
+
 def _column(kind):
+    if kind in TYPED_VALUES:
+        return TYPED_VALUES[kind] + LADDER
     if kind == "path":
         rest = [v for v in LADDER if not (type(v) is str and v in _PATHS)]
         return [pathlib.Path(p) for p in _PATHS] + rest
@@ -167,7 +213,8 @@ def rungs(arity, kinds=None):
         return [()]
     kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
     cols = [_column(k) for k in kinds]
-    return [tuple(c[j] for c in cols) for j in range(len(LADDER))] + MIXED.get(arity, [])
+    n = max(len(c) for c in cols)
+    return [tuple(c[j % len(c)] for c in cols) for j in range(n)] + MIXED.get(arity, [])
 
 
 def ladder_key(arity, kinds):
@@ -178,13 +225,51 @@ def ladder_key(arity, kinds):
     return "%d:%s" % (arity, ",".join(kinds)) if kinds else str(arity)
 
 
+# A method is called on a fresh instance per call, built from one of a few
+# receivers: the constructor called with no arguments when it requires
+# none; otherwise with RECEIVER_VALUES[i] in every parameter its
+# annotations say nothing of (an int, a word, a list: what constructors
+# most often take), or the i-th value of the kind they name. Three, so a
+# method's answer is seen on instances in different states while a method
+# costs what a function does: rung j is the method's rung j on receiver j
+# modulo three (a method with one rung is called on each receiver).
+RECEIVER_VALUES = [0, "alpha", FIVE_WORDS]
+
+
+def receivers(arity, kinds=None):
+    """The constructor inputs a method's receivers are built from."""
+    if arity == 0:
+        return [()]
+    kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
+    cols = [_column(k) if k else RECEIVER_VALUES for k in kinds]
+    return [tuple(c[i] for c in cols) for i in range(len(RECEIVER_VALUES))]
+
+
 _RUNGS = {}
 
 
-def rungs_of(arity, kinds):
+def doctest_key(doctests):
+    """Names a function's own doctest inputs within its ladder key."""
+    import hashlib
+    return "+dt:" + hashlib.sha256(repr(doctests).encode()).hexdigest()[:12] if doctests else ""
+
+
+def rungs_of(arity, kinds, receiver=None, doctests=None):
+    """A function's rungs: its doctests' inputs first (doctests: each
+    call's arguments as literal source), then the ladder's; for a method
+    called on an instance (receiver: its constructor's arity and kinds),
+    pairs (constructor input, method input)."""
     key = ladder_key(arity, kinds)
+    if receiver is not None:
+        key += "@" + ladder_key(receiver["arity"], receiver.get("kinds"))
+    key += doctest_key(doctests)
     if key not in _RUNGS:
-        _RUNGS[key] = rungs(arity, kinds)
+        own = [tuple(ast.literal_eval(a) for a in d) for d in doctests or ()] + rungs(arity, kinds)
+        if receiver is None:
+            _RUNGS[key] = own
+        else:
+            recv = receivers(receiver["arity"], receiver.get("kinds"))
+            _RUNGS[key] = [(recv[j % len(recv)], own[j % len(own)]) for j in range(max(len(own), len(recv)))]
     return _RUNGS[key]
 
 

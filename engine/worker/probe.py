@@ -11,7 +11,7 @@ import sys
 from .bytecode import CodeCache
 from .calls import run_calls
 from .channel import CallMark, Channel, _map_marks
-from .relay import _Relay
+from .relay import FLUSH_SIGNAL, _Relay
 
 
 def probe(plan):
@@ -139,6 +139,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead):
             os.close(ch.fd)
             _child_dumpable()
             own = Channel(None, w, ar)
+            own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, lo, hi, skip, mark)
             own.send({"k": "end"}, flush=True)
         except BaseException:

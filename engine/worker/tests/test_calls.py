@@ -6,6 +6,57 @@ import unittest
 from .. import calls, state
 
 
+class Methods(unittest.TestCase):
+    def test_each_call_has_a_fresh_instance(self):
+        import types
+        mod = types.ModuleType("m")
+
+        class Basket:
+            def __init__(self, first):
+                self.items = [first]
+
+            def add(self, x):
+                self.items.append(x)
+                return len(self.items)
+
+            @property
+            def size(self):
+                return len(self.items)
+
+            @classmethod
+            def empty(cls):
+                return cls(None)
+
+        class Broken:
+            def __init__(self):
+                raise RuntimeError("no")
+
+            def f(self):
+                return 1
+        mod.Basket, mod.Broken = Basket, Broken
+        add = {"name": "Basket.add", "class": "Basket", "attr": "add", "kind": "method"}
+        target, why = calls._lookup(mod, add)
+        self.assertIsNone(why)
+        reach = []
+        # The repeat breaker builds its own instance: the append never
+        # moves the second answer.
+        self.assertEqual(calls.probe_call(calls._OnFresh(target, ("a",)), ("b",), reach=reach), ("V:2", None, None, None, None))
+        self.assertEqual(reach, [True])
+        size, _ = calls._lookup(mod, {"class": "Basket", "attr": "size", "kind": "property"})
+        self.assertEqual(calls.probe_call(calls._OnFresh(size, (1,)), ())[0], "V:1")
+        empty, _ = calls._lookup(mod, {"class": "Basket", "attr": "empty", "kind": "classmethod"})
+        self.assertTrue(calls.probe_call(empty, ())[0].endswith("Basket{items=[None]}"))
+        broken, _ = calls._lookup(mod, {"class": "Broken", "attr": "f", "kind": "method"})
+        reach = []
+        self.assertEqual(calls.probe_call(calls._OnFresh(broken, ()), (), reach=reach)[0], "E:RuntimeError (constructor)")
+        self.assertEqual(reach, [False])
+        # Inherited methods belong to the class that defines them.
+        mod.Sub = type("Sub", (Basket,), {})
+        self.assertIn("of its own", calls._lookup(mod, {"class": "Sub", "attr": "add", "kind": "method"})[1])
+        mod.Basket = 3
+        self.assertIn("not a class", calls._lookup(mod, add)[1])
+
+
 class Breakers(unittest.TestCase):
     def test_dict_order(self):
         self.assertEqual(calls.probe_call(lambda d: next(iter(d)), ({"a": 1, "b": 2},))[3], "dict-order")

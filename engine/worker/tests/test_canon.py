@@ -43,6 +43,42 @@ class Canonical(unittest.TestCase):
         # A function is its qualified name, the same in every process.
         self.assertEqual(v(lambda: 1), "V:function:%s.Canonical.test_address_has_no_canonical_form.<locals>.<lambda>" % __name__)
 
+    def test_an_instance_is_its_attributes(self):
+        # Whose repr is only its address: compared by its state, never the
+        # address; a cached hash() is left out, an iterator it holds is not
+        # run, and one that holds itself ends.
+        class Box:
+            pass
+
+        class Slotted:
+            __slots__ = ("a", "b")
+
+        a, b = Box(), Box()
+        a.x, a.y, b.y, b.x = 1, [2], [2], 1
+        self.assertEqual(v(a), v(b))
+        self.assertIn("Box{x=1,y=[2]}", v(a))
+        b.y = [3]
+        self.assertNotEqual(v(a), v(b))
+        a._hash, b.y = 12345, [2]
+        self.assertEqual(v(a), v(b))
+        ran = []
+
+        def gen():
+            ran.append(1)
+            yield 1
+        a.g = gen()
+        self.assertIn("g=iter:generator[not consumed]", v(a))
+        self.assertEqual(ran, [])
+        a.me = a
+        self.assertIn("me=<cycle>", v(a))
+        s = Slotted()
+        s.a = "k"
+        self.assertTrue(v(s).endswith("Slotted{a=\"k\"}"))
+        # An attribute with no canonical form leaves the instance without one.
+        b.o = object()
+        with self.assertRaises(canon.NoCanon):
+            canon.answer(b)
+
     def test_cycle_terminates(self):
         a = [1]
         a.append(a)

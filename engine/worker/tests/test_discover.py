@@ -17,6 +17,55 @@ class Discovery(unittest.TestCase):
         finally:
             os.unlink(fh.name)
 
+    def test_classes_list_their_own_methods(self):
+        rec = self.describe(
+            "import abc, enum, dataclasses\n"
+            "class Plain:\n"
+            "    def __init__(self, name: str, n): pass\n"
+            "    def m(self, x: int): return x\n"
+            "    @classmethod\n    def c(cls, y): return y\n"
+            "    @staticmethod\n    def s(a, b): return a\n"
+            "    @property\n    def p(self): return 1\n"
+            "    @p.setter\n    def p(self, v): pass\n"
+            "    def __repr__(self): return ''\n"
+            "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n    def n(self): return self.x\n"
+            "class A(abc.ABC):\n    @abc.abstractmethod\n    def f(self): ...\n"
+            "class E(enum.Enum):\n    R = 1\n    def f(self): return 1\n"
+            "class Oops(ValueError):\n    def f(self): return 1\n"
+            "if True:\n    class Later:\n        def g(self): return 1\n"
+        )
+        fs = {f["name"]: f for f in rec["functions"]}
+        self.assertEqual(sorted(fs), ["A.f", "E.f", "Later.g", "Oops.f", "Plain.c", "Plain.m", "Plain.p", "Plain.s", "Point.n"])
+        m = fs["Plain.m"]
+        self.assertEqual((m["class"], m["attr"], m["kind"], m["required"], m["kinds"]), ("Plain", "m", "method", 1, ["int"]))
+        self.assertEqual(m["receiver"], {"arity": 2, "kinds": ["str", ""]})
+        self.assertEqual(m["ladder"], "1:int@2:str")
+        self.assertEqual((fs["Plain.c"]["kind"], fs["Plain.c"]["required"], fs["Plain.c"].get("receiver")), ("classmethod", 1, None))
+        self.assertEqual((fs["Plain.s"]["kind"], fs["Plain.s"]["required"]), ("staticmethod", 2))
+        self.assertEqual((fs["Plain.p"]["kind"], fs["Plain.p"]["required"]), ("property", 0))
+        self.assertEqual(fs["Point.n"]["receiver"], {"arity": 1, "kinds": ["int"]})
+        self.assertEqual(fs["Later.g"]["receiver"], {"arity": 0, "kinds": []})
+        for name, word in (("A.f", "abstract"), ("E.f", "enumeration"), ("Oops.f", "exception")):
+            self.assertIn(word, fs[name]["skip"])
+        self.assertNotIn("skip", m)
+
+    def test_doctest_calls_become_first_rungs(self):
+        rec = self.describe(
+            "def f(code, n=1):\n"
+            "    \"\"\"\n    >>> f('12', 2)\n    3\n    >>> m.f([1, {'a': None}])\n"
+            "    >>> f(x)\n    >>> f(1, 2, 3)\n    >>> f(code='k')\n    >>> g(1)\n    >>> f('12', 2)\n    \"\"\"\n"
+            "    return 1\n"
+            "def plain(x): return x\n"
+        )
+        f, plain = rec["functions"]
+        # Literal arguments only, as many as the signature takes, once each.
+        self.assertEqual(f["doctests"], [["'12'", "2"], ["[1, {'a': None}]"]])
+        self.assertTrue(f["ladder"].startswith("1+dt:"))
+        self.assertNotIn("doctests", plain)
+        rungs = ladder.rungs_of(1, [], None, f["doctests"])
+        self.assertEqual(rungs[:2], [("12", 2), ([1, {"a": None}],)])
+        self.assertEqual(rungs[2:], ladder.rungs(1, []))
+
     def test_defs_in_blocks_are_listed_once(self):
         rec = self.describe(
             "import sys\n"

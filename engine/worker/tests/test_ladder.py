@@ -50,3 +50,34 @@ class Ladder(unittest.TestCase):
 
     def test_display_does_not_depend_on_hash_seed(self):
         self.assertEqual(canon.display(({"b", "a"},)), ['set["a","b"]'])
+
+
+class Receivers(unittest.TestCase):
+    def test_a_method_costs_what_a_function_does(self):
+        # Rung j is the method's rung j on receiver j modulo three; a
+        # method with one rung is called on every receiver.
+        fn = ladder.rungs_of(1, [])
+        m = ladder.rungs_of(1, [], {"arity": 1, "kinds": []})
+        self.assertEqual(len(m), len(fn))
+        self.assertEqual([r for r, _ in m[:4]], [(0,), ("alpha",), (ladder.FIVE_WORDS,), (0,)])
+        self.assertEqual([a for _, a in m], fn)
+        zero = ladder.rungs_of(0, [], {"arity": 2, "kinds": ["int", ""]})
+        self.assertEqual(zero, [((0, 0), ()), ((7, "alpha"), ()), ((-3, ladder.FIVE_WORDS), ())])
+        self.assertEqual(ladder.rungs_of(0, [], {"arity": 0}), [((), ())])
+
+
+class NamedKinds(unittest.TestCase):
+    def test_a_parameter_name_asks_for_strings_of_its_shape(self):
+        self.assertEqual(ladder.name_kind("version"), "version")
+        self.assertEqual(ladder.name_kind("base_url"), "url")
+        self.assertEqual(ladder.name_kind("tz", "str"), "zone")
+        self.assertEqual(ladder.name_kind("path", "str"), "str")  # str-annotated: no Path objects
+        self.assertEqual(ladder.name_kind("path"), "path")
+        self.assertEqual(ladder.name_kind("version", "int"), "int")  # the annotation wins
+        self.assertEqual(ladder.name_kind("x"), "")
+        r = ladder.rungs(1, ["version"])
+        self.assertEqual(r[:3], [("1.2.3",), ("2.0.0-rc.1",), ("0.9",)])
+        self.assertEqual(len(r), len(ladder.LADDER) + 3)
+        self.assertEqual([a for a, in r[3:]], ladder.LADDER)
+        # Receivers of a constructor taking a zone: the first three zones.
+        self.assertEqual(ladder.receivers(1, ["zone"]), [("Europe/Berlin",), ("America/New_York",), ("UTC",)])

@@ -63,13 +63,18 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 		if p.receivers == nil {
 			continue
 		}
-		if raised := neverBuilt(res.calls[p.Index]); raised != "" {
+		// A constructor that raised differently from run to run is a
+		// finding of its own (its witness stands); one that always raised
+		// the same leaves nothing judged.
+		if raised := neverBuilt(res.calls[p.Index]); raised != "" && f.Witness == nil {
 			f.Verdict, f.Witness, f.OrderSensitive = VerdictNotProbed, nil, nil
 			f.Reason = fmt.Sprintf("its class %s never built: the constructor raised %s on every receiver the ladder tried", p.Class, raised)
 			continue
 		}
-		if w := f.Witness; w != nil && w.Rung < len(p.receivers) {
-			w.Receiver = p.Class + "(" + strings.Join(p.receivers[w.Rung], ", ") + ")"
+		for _, w := range []*report.Witness{f.Witness, f.OrderSensitive} {
+			if w != nil && w.Rung < len(p.receivers) {
+				w.Receiver = p.Class + "(" + strings.Join(p.receivers[w.Rung], ", ") + ")"
+			}
 		}
 	}
 }

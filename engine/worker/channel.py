@@ -77,10 +77,16 @@ class Channel:
             self._flushing = False
 
     def flush_on(self, signum):
-        """Flushes the queue when signum arrives: the parent asks before it
-        ends a child whose call ran past its limit, so the answers the child
-        already has are not lost with it."""
-        signal.signal(signum, lambda *_: self.flush())
+        """Flushes the queue and ends the process when signum arrives: the
+        parent asks before it ends a child whose call ran past its limit, so
+        the answers the child already has are not lost with it, and the
+        child runs nothing more (a call that ends in the meantime must not
+        go on to the next)."""
+        def flush_and_exit(*_):
+            if not self._flushing:  # else the write in progress is cut: its calls run again
+                self.flush()
+            os._exit(0)
+        signal.signal(signum, flush_and_exit)
 
 
 _encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode

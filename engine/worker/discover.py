@@ -29,15 +29,15 @@ def discover(req):
             if fn["required"] <= max_arity and (recv is None or recv["arity"] <= max_arity):
                 keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"], recv, fn.get("doctests")))
         ch.send(rec)
-    ladder, recvs = {}, {}
+    # One record per ladder: all of them in one line would pass the
+    # engine's longest record on a large audit (each doctest is a ladder).
     for k, (a, kinds, recv, doctests) in sorted(keys.items()):
         rungs = rungs_of(a, kinds, recv, doctests)
         if recv is None:
-            ladder[k] = [display(r) for r in rungs]
+            ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs]}})
         else:
-            ladder[k] = [display(args) for _, args in rungs]
-            recvs[k] = [display(r) for r, _ in rungs]
-    ch.send({"k": "ladder", "rungs": ladder, "receivers": recvs})
+            ch.send({"k": "ladder", "rungs": {k: [display(args) for _, args in rungs]},
+                     "receivers": {k: [display(r) for r, _ in rungs]}})
     ch.send({"k": "done"}, flush=True)
 
 
@@ -350,17 +350,38 @@ def _describe_class(node, aliases, names):
     skip = _class_skip(node)
     recv = None
     by_name = {}
+    building = []  # what runs when an instance is built: the gate must see it
     for n in node.body:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if n.name in ("__init__", "__new__", "__post_init__"):
+                building.append(n)
             if n.name.startswith("__") and n.name.endswith("__"):
                 continue
             by_name.setdefault(n.name, []).append(n)
+    own = set(by_name)
+
+    def facts_of(fn):
+        # A call of self.x() or cls.x() is a call of this class's own x:
+        # local, so the gate follows it.
+        facts = _describe_function(fn, aliases, names)["facts"]
+        for c in facts["calls"]:
+            if c["name"].startswith(".") and c["name"][1:] in own:
+                c["name"], c["local"] = node.name + c["name"], True
+        return facts
+    built = []
+    for n in building:
+        built.extend(facts_of(n)["calls"])
     out = []
     for name, nodes in by_name.items():
         real = [n for n in nodes if not _is_overload(n)] or nodes[-1:]
         first = real[0]
         kind = _method_kind(first)
         d = _describe_function(first, aliases, names, bound=kind != "staticmethod")
+        d["facts"] = facts_of(first)
+        if kind != "staticmethod":
+            # Calling it builds an instance (or may: cls(...)): the
+            # constructor's calls are its calls.
+            d["facts"]["calls"].extend(dict(c) for c in built)
         d["name"] = node.name + "." + name
         d["class"], d["attr"], d["kind"] = node.name, name, kind
         if kind == "property":
@@ -377,8 +398,7 @@ def _describe_class(node, aliases, names):
         if skip:
             d["skip"] = skip
         for other in nodes[1:]:  # a property's setter: its calls are the gate's too
-            more = _describe_function(other, aliases, names)["facts"]
-            d["facts"]["calls"].extend(more["calls"])
+            d["facts"]["calls"].extend(facts_of(other)["calls"])
         out.append(d)
     return out
 

@@ -275,29 +275,35 @@ def rungs_of(arity, kinds, receiver=None, doctests=None):
 
 def annotation_kind(node):
     """The kind an annotation names, or "" when it names none the ladder
-    knows: int, list[str], Optional[datetime], "Path", os.PathLike..."""
+    knows: int, list[str], Optional[datetime], "Path", os.PathLike...
+    Any annotation, however odd (a NUL in a string, thousands of unions),
+    names a kind or none: it never ends discovery."""
+    try:
+        return _annotation_kind(node)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+
+
+def _annotation_kind(node):
     if node is None:
         return ""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return ""
+        node = ast.parse(node.value, mode="eval").body
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
-        return annotation_kind(node.left) or annotation_kind(node.right)
+        return _annotation_kind(node.left) or _annotation_kind(node.right)
     if isinstance(node, ast.Subscript):
         base = _last_name(node.value)
         if base in ("Optional", "Union"):
             inner = node.slice
             parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
             for part in parts:
-                k = annotation_kind(part)
+                k = _annotation_kind(part)
                 if k:
                     return k
             return ""
         if base == "Annotated":
             inner = node.slice
-            return annotation_kind(inner.elts[0] if isinstance(inner, ast.Tuple) else inner)
+            return _annotation_kind(inner.elts[0] if isinstance(inner, ast.Tuple) else inner)
         return ANNOTATION_KINDS.get(base, "")
     return ANNOTATION_KINDS.get(_last_name(node), "")
 

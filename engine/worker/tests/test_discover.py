@@ -49,6 +49,30 @@ class Discovery(unittest.TestCase):
             self.assertIn(word, fs[name]["skip"])
         self.assertNotIn("skip", m)
 
+    def test_a_method_carries_its_constructors_calls(self):
+        # On the host runtime the gate decides from these facts: calling a
+        # method builds an instance, and self.x() is the class's own x.
+        rec = self.describe(
+            "import shutil\n"
+            "class Cache:\n"
+            "    def __init__(self, directory):\n        shutil.rmtree(directory)\n"
+            "    def size(self):\n        return self._wipe()\n"
+            "    def _wipe(self):\n        return 0\n"
+            "    @staticmethod\n    def pure(x):\n        return x\n"
+        )
+        fs = {f["name"]: f for f in rec["functions"]}
+        calls = {c["name"]: c.get("local", False) for c in fs["Cache.size"]["facts"]["calls"]}
+        self.assertEqual(calls, {"Cache._wipe": True, "shutil.rmtree": False})
+        self.assertEqual(fs["Cache.pure"]["facts"]["calls"], [])
+
+    def test_odd_annotations_never_end_discovery(self):
+        rec = self.describe(
+            "def f(x: 'a\\x00b', y: '" + "|".join(["int"] * 3000) + "'): return x\n"
+            "class C:\n    def __init__(self, v: 'a\\x00'): pass\n    def m(self): return 1\n"
+        )
+        self.assertEqual(rec["status"], "ok")
+        self.assertEqual([f["name"] for f in rec["functions"]], ["f", "C.m"])
+
     def test_doctest_calls_become_first_rungs(self):
         rec = self.describe(
             "def f(code, n=1):\n"

@@ -149,14 +149,7 @@ func (x *executor) layout(files []sourceFile, interp *interpreter) {
 	for r := range roots {
 		list = append(list, r)
 	}
-	sort.Strings(list)
-	var outer []string
-	for _, r := range list {
-		if len(outer) > 0 && within(r, outer[len(outer)-1]) {
-			continue
-		}
-		outer = append(outer, r)
-	}
+	outer := outermost(list)
 	home, _ := os.UserHomeDir()
 	for i, r := range outer {
 		target := r
@@ -268,6 +261,24 @@ func hiddenEntries(source, target string) []sandbox.Mask {
 
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// outermost sorts dirs and keeps only those no other one contains.
+func outermost(dirs []string) []string {
+	sorted := append([]string(nil), dirs...)
+	sort.Strings(sorted)
+	var out []string
+next:
+	for _, d := range sorted {
+		// Not only the last kept: "/a/b-c" sorts between "/a/b" and "/a/b/c".
+		for _, o := range out {
+			if within(d, o) {
+				continue next
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // inside maps a host path to where the sandbox sees it.

@@ -100,14 +100,7 @@ func (in *interpreter) mounts(system []string) []string {
 			dirs = append(dirs, real)
 		}
 	}
-	sort.Strings(dirs)
-	var out []string
-	for _, d := range dirs {
-		if len(out) > 0 && within(d, out[len(out)-1]) {
-			continue
-		}
-		out = append(out, d)
-	}
+	out := outermost(dirs)
 	// A bin directory beside lib/ under one prefix: bind the prefix.
 	for i, d := range out {
 		if strings.HasSuffix(d, "/bin") {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -151,24 +152,37 @@ func (x *executor) layout(files []sourceFile, interp *interpreter) {
 	}
 	outer := outermost(list)
 	home, _ := os.UserHomeDir()
+	var trees []sandbox.Bind
 	for i, r := range outer {
 		target := r
 		if isolated {
-			target = fmt.Sprintf("/scan/%d", i)
+			target = fmt.Sprintf("%s/%d", scanMount, i)
 			x.masks = append(x.masks, hiddenEntries(r, target)...)
 			if x.opts.Notes != nil && (r == home || r == "/root" || filepath.Dir(r) == "/home") {
 				fmt.Fprintf(x.opts.Notes, "nondet-sandbox: note: the import root %s is a home directory; it is mounted read-only, its hidden entries masked\n", r)
 			}
 		}
-		x.binds = append(x.binds, sandbox.Bind{Source: r, Target: target})
+		trees = append(trees, sandbox.Bind{Source: r, Target: target})
 	}
+	x.binds = append(x.binds, trees...)
 	if isolated {
 		// The interpreter appears where it lives, so its own idea of its
 		// prefix holds; the system directories are the policy's.
 		for _, d := range interp.mounts(sandbox.SystemDirs) {
 			x.binds = append(x.binds, sandbox.Bind{Source: d, Target: d})
 		}
+		x.binds = append(x.binds, linkBinds(trees, x.binds, sandbox.SystemDirs, reservedTop)...)
 	}
+}
+
+// scanMount is where the scanned trees appear in a container: /scan/N.
+const scanMount = "/scan"
+
+// reservedTop is whether a top-level name of a container's root is the
+// system's or the worker's (/nondet, and what the scan binds beside it
+// later). Under /scan a link may arrive beside the trees, never in one.
+func reservedTop(name string) bool {
+	return slices.Contains(sandbox.RootNames, name) || strings.HasPrefix(name, "nondet")
 }
 
 // sweep removes what scans killed before they could clean up left behind,
@@ -279,6 +293,18 @@ next:
 		out = append(out, d)
 	}
 	return out
+}
+
+// outside maps a path inside the sandbox back to the host, for the
+// scanned trees only: "" for anything else, or a path that climbs out.
+func (x *executor) outside(path string) string {
+	path = filepath.Clean(path)
+	for _, b := range x.binds {
+		if strings.HasPrefix(b.Target, scanMount+"/") && within(path, b.Target) {
+			return b.Source + strings.TrimPrefix(path, b.Target)
+		}
+	}
+	return ""
 }
 
 // inside maps a host path to where the sandbox sees it.

@@ -202,13 +202,21 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string) {
 		f.Reason = strings.Join(parts, "; ")
 	case c.Raised == n:
 		f.Verdict = VerdictLook
-		types := raisedTypes(rungs)
-		if len(types) == 1 && types[0].name == "TypeError" {
-			f.Reason = fmt.Sprintf("every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (%d of %d rungs)", n, n)
-		} else {
-			f.Reason = fmt.Sprintf("every rung raised %s — its body, or what it reads, stopped every call (%s; %d of %d rungs)",
-				raisedNames(types), describeRaised(types), n, n)
+		f.Stopped = stoppedBy(rungs)
+		// The words before " (" group looks alike: what stopped them and
+		// where; the counts follow.
+		var what string
+		switch most := mostlyWhere(f.Stopped); {
+		case most.Where == "sandbox":
+			what = "the sandbox stopped most calls: " + most.Sandbox
+		case most.Where == "call":
+			what = "the ladder's inputs never fit its signature"
+		case stopTypes(f.Stopped) == "TypeError":
+			what = "the ladder reached this function's type errors and never its behaviour"
+		default:
+			what = "its body, or what it reads, stopped every call"
 		}
+		f.Reason = fmt.Sprintf("every rung raised %s — %s (%s; %d of %d rungs)", stopTypes(f.Stopped), what, describeStops(f.Stopped), n, n)
 	case c.Excluded == n:
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no answer had a canonical form (%d of %d rungs)", n, n)
@@ -230,69 +238,123 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string) {
 		f.Verdict = VerdictLook
 		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form (of %d rungs)", c.Raised, c.Excluded, n)
 		if c.Raised > 0 {
-			f.Reason += "; raised: " + describeRaised(raisedTypes(rungs))
+			f.Stopped = stoppedBy(rungs)
+			f.Reason += "; raised: " + describeStops(f.Stopped)
 		}
 	}
 }
 
-// raisedType is an exception type and how many rungs raised it.
-type raisedType struct {
-	name  string
-	rungs int
-}
-
-// raisedTypes counts, per exception type, the rungs whose first canonical
-// outcome raised it, most first (then by name).
-func raisedTypes(rungs [][]outcome) []raisedType {
-	count := map[string]int{}
+// stoppedBy counts, per exception type and where it was raised, the
+// rungs whose first canonical outcome raised it, most first.
+func stoppedBy(rungs [][]outcome) []report.Stop {
+	count := map[report.Stop]int{}
 	for _, runs := range rungs {
 		for _, o := range runs {
 			if o.kind == answered {
 				break
 			}
 			if o.kind == raisedK {
-				count[strings.TrimPrefix(o.value, "E:")]++
+				count[whereRaised(o)]++
 				break
 			}
 		}
 	}
-	var out []raisedType
-	for name, n := range count {
-		out = append(out, raisedType{name, n})
+	var out []report.Stop
+	for s, n := range count {
+		s.Rungs = n
+		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].rungs != out[j].rungs {
-			return out[i].rungs > out[j].rungs
+		a, b := out[i], out[j]
+		if a.Rungs != b.Rungs {
+			return a.Rungs > b.Rungs
 		}
-		return out[i].name < out[j].name
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Where+a.Sandbox < b.Where+b.Sandbox
 	})
 	return out
 }
 
-// raisedNames names the exception types, three at most, without counts:
+// whereRaised is a raised outcome's type and where it was raised.
+func whereRaised(o outcome) report.Stop {
+	name := strings.TrimPrefix(o.value, "E:")
+	if n, ok := strings.CutSuffix(name, constructorSuffix); ok {
+		return report.Stop{Type: n, Where: "constructor"}
+	}
+	s := report.Stop{Type: name}
+	switch {
+	case o.sandbox != "":
+		s.Where, s.Sandbox = "sandbox", o.sandbox
+	case o.reach == reachYes:
+		s.Where = "body"
+	case o.reach == reachNo:
+		s.Where = "call"
+	}
+	return s
+}
+
+// whereWords says where, for people.
+func whereWords(s report.Stop) string {
+	switch s.Where {
+	case "call":
+		return "binding the arguments"
+	case "body":
+		return "in the body"
+	case "constructor":
+		return "in the receiver's constructor"
+	case "sandbox":
+		return "by the sandbox: " + s.Sandbox
+	}
+	return ""
+}
+
+// mostlyWhere is where most of the rungs were stopped.
+func mostlyWhere(stops []report.Stop) report.Stop {
+	rungs := map[report.Stop]int{}
+	var best report.Stop
+	for _, s := range stops {
+		key := report.Stop{Where: s.Where, Sandbox: s.Sandbox}
+		rungs[key] += s.Rungs
+		if rungs[key] > rungs[best] {
+			best = key
+		}
+	}
+	return best
+}
+
+// stopTypes names the exception types, three at most, without counts:
 // the words that group looks alike.
-func raisedNames(types []raisedType) string {
+func stopTypes(stops []report.Stop) string {
 	var names []string
-	for i, t := range types {
-		if i == 3 {
+	for _, s := range stops {
+		if slices.Contains(names, s.Type) {
+			continue
+		}
+		if len(names) == 3 {
 			names = append(names, "others")
 			break
 		}
-		names = append(names, t.name)
+		names = append(names, s.Type)
 	}
 	return strings.Join(names, ", ")
 }
 
-// describeRaised names the exception types: "FileNotFoundError on 30,
-// TypeError on 7", three at most.
-func describeRaised(types []raisedType) string {
+// describeStops names what stopped the rungs: "FileNotFoundError on 26
+// by the sandbox: ..., TypeError on 7 binding the arguments", four at most.
+func describeStops(stops []report.Stop) string {
 	var parts []string
-	for i, t := range types {
-		if i == 3 {
-			parts = append(parts, fmt.Sprintf("%d more types", len(types)-3))
+	for i, s := range stops {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more", len(stops)-4))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s on %d", t.name, t.rungs))
+		part := fmt.Sprintf("%s on %d", s.Type, s.Rungs)
+		if w := whereWords(s); w != "" {
+			part += " " + w
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

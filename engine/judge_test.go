@@ -72,13 +72,28 @@ func TestLookNamesWhatStoppedIt(t *testing.T) {
 		{[][]outcome{{e("TypeError"), e("TypeError")}, {e("TypeError"), e("TypeError")}}, "every rung raised TypeError — the ladder reached this function's type errors"},
 		{[][]outcome{{e("FileNotFoundError")}, {e("FileNotFoundError")}, {e("TypeError")}}, "every rung raised FileNotFoundError, TypeError — its body, or what it reads, stopped every call (FileNotFoundError on 2, TypeError on 1; 3 of 3 rungs)"},
 		{[][]outcome{{e("EOFError")}, {{kind: excluded}}}, "no rung answered: 1 raised, 1 had no canonical form (of 2 rungs); raised: EOFError on 1"},
+		// Where each was raised, most first: the sandbox's refusals apart
+		// from the code's own, the signature apart from the body.
+		{[][]outcome{{at(e("OSError"), reachYes, "a read-only file system")}, {at(e("OSError"), reachYes, "a read-only file system")}, {at(e("KeyError"), reachYes, "")}},
+			"every rung raised OSError, KeyError — the sandbox stopped most calls: a read-only file system (OSError on 2 by the sandbox: a read-only file system, KeyError on 1 in the body; 3 of 3 rungs)"},
+		{[][]outcome{{at(e("TypeError"), reachNo, "")}, {at(e("TypeError"), reachNo, "")}, {at(e("ValueError"), reachYes, "")}},
+			"every rung raised TypeError, ValueError — the ladder's inputs never fit its signature (TypeError on 2 binding the arguments, ValueError on 1 in the body;"},
+		{[][]outcome{{at(e("TypeError"), reachYes, "")}}, "every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (TypeError on 1 in the body;"},
 	} {
 		f := &report.Function{}
 		judge(f, c.rungs, nil)
 		if f.Verdict != VerdictLook || !strings.HasPrefix(f.Reason, c.says) {
 			t.Errorf("%s: %q, want it to start %q", f.Verdict, f.Reason, c.says)
 		}
+		if len(f.Stopped) == 0 {
+			t.Errorf("%q: no stops recorded", f.Reason)
+		}
 	}
+}
+
+func at(o outcome, r reach, sandbox string) outcome {
+	o.reach, o.sandbox = r, sandbox
+	return o
 }
 
 // TestJudgeAll: what failed in some runs only stays an answer of those

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +39,9 @@ type outcome struct {
 	breaker string
 	value2  string
 	reach   reach
+	// sandbox names what of the sandbox made the call raise, when the
+	// exception says so and the host agrees: see executor.sandboxCause.
+	sandbox string
 }
 
 // reach is whether a call entered the function's own frame.
@@ -318,6 +322,9 @@ func (a *shardRun) answered(call int, rec record) {
 	case len(rec.Value) > 1 && rec.Value[0] == 'E':
 		o.kind = raisedK
 	}
+	if o.kind == raisedK && rec.Sandbox != "" {
+		o.sandbox = x.sandboxCause(rec.Sandbox)
+	}
 	if rec.Reached != nil {
 		o.reach = reachNo
 		if *rec.Reached == 1 {
@@ -364,6 +371,32 @@ func (x *executor) unplace(v string) string {
 		return v
 	}
 	return strings.ReplaceAll(v, filepath.Join(x.scratch, "conditions"), sandbox.ScratchVar)
+}
+
+// sandboxCause says what of the sandbox a raised call's trace names (see
+// the worker's sandbox_trace), or "" when the code, not the sandbox, is
+// to blame: nothing of the kind on the host runtime, and a path missing
+// inside that is missing on the host too.
+func (x *executor) sandboxCause(trace string) string {
+	if !x.opts.Runtime.Isolated() {
+		return ""
+	}
+	switch trace {
+	case "erofs":
+		return "a read-only file system"
+	case "net":
+		return "no network"
+	}
+	path, ok := strings.CutPrefix(trace, "enoent:")
+	if !ok {
+		return ""
+	}
+	if host := x.outside(path); host != "" {
+		if _, err := os.Stat(host); err == nil {
+			return "a file of the scanned tree it does not show"
+		}
+	}
+	return ""
 }
 
 // under is the shard as a run sees it: only the functions that smell get

@@ -17,10 +17,16 @@ import (
 //	is      probe     m                              importing plan module m starts
 //	id      probe     m                              module m imported
 //	if      probe     m err                          module m's import raised err
-//	r       probe     i v o x th b v2                call i's answer: v canonical, o with sets
+//	r       probe     i v o x th b v2 rb sx          call i's answer: v canonical, o with sets
 //	                                                 sorted, x why it has no canonical form,
 //	                                                 th threads left running, b the breaker that
-//	                                                 fired and v2 its second answer
+//	                                                 fired and v2 its second answer, rb 1 when
+//	                                                 the call entered the function's frame, 0
+//	                                                 when not (absent: cannot tell), sx the
+//	                                                 trace a sandbox may have left on what it
+//	                                                 raised (erofs, net, enoent:PATH); a method
+//	                                                 whose receiver's constructor raised answers
+//	                                                 v "E:<Type> (constructor)"
 //	nc      probe     i why                          call i's function is not callable
 //	gone    probe     m i why t to                   module m's process died (t: was ended for
 //	                                                 writing what it may not; to: ran past its
@@ -62,6 +68,7 @@ type record struct {
 	Breaker   string     `json:"b"`
 	Value2    string     `json:"v2"`
 	Reached   *int       `json:"rb"`
+	Sandbox   string     `json:"sx"`
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
 }

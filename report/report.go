@@ -145,9 +145,12 @@ type Function struct {
 	MovedBy *MovedBy `json:"moved_by,omitempty"`
 	// Moves lists the functions whose answers this one's calls moved
 	// (the other side of MovedBy).
-	Moves     []string   `json:"moves,omitempty"`
-	Rungs     RungCounts `json:"rungs"`
-	Contained []Event    `json:"contained,omitempty"`
+	Moves []string   `json:"moves,omitempty"`
+	Rungs RungCounts `json:"rungs"`
+	// Stopped says, for a function no rung of which answered, which
+	// exceptions stopped its rungs and where they were raised.
+	Stopped   []Stop  `json:"stopped,omitempty"`
+	Contained []Event `json:"contained,omitempty"`
 	// Suppressed is set when the def line says "# nondet: ignore" (all
 	// causes) or "# nondet: ignore[cause, ...]": the verdict stays; a
 	// finding whose causes are all ignored leaves the exit status and the
@@ -243,6 +246,18 @@ type RungCounts struct {
 	// callable with no code object) count in Unmeasured instead.
 	Reached    int `json:"reached"`
 	Unmeasured int `json:"unmeasured,omitempty"`
+}
+
+// Stop is an exception type that stopped rungs of a function, and where.
+type Stop struct {
+	Type string `json:"type"`
+	// Where is "call" (binding the arguments: the body never ran),
+	// "body", "constructor" (a method's receiver never built), "sandbox"
+	// (what the sandbox refuses: Sandbox names it) or "" (a callable
+	// with no code object to tell by).
+	Where   string `json:"where"`
+	Sandbox string `json:"sandbox,omitempty"`
+	Rungs   int    `json:"rungs"`
 }
 
 // Census counts each verdict and names every look.

@@ -226,6 +226,12 @@ type Support struct {
 // same place: the system's programs and libraries. Never /home or /root.
 var SystemDirs = []string{"/usr"}
 
+// RootNames are the top-level names of a container's root that belong to
+// the system: a bind the scanned trees ask for (a link that leaves its
+// tree, see the engine) never goes under one.
+var RootNames = []string{"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32",
+	"media", "mnt", "opt", "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr", "var"}
+
 // ProbeUser names the probe users in the skeleton's /etc/passwd, so the
 // varied uid also varies what getpass.getuser() and pwd report.
 func ProbeUser(uid int) string { return fmt.Sprintf("probe%d", uid) }

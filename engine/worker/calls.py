@@ -3,7 +3,9 @@ called on a fresh copy, then the governor's in-process breakers."""
 
 import copy
 import datetime as _dt
+import errno
 import pathlib
+import socket
 import threading
 import types
 
@@ -19,6 +21,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
     state = ProcessState()
     modules = plan["modules"]
     loaded = {}
+    rungs = {}
     skip = set(skip)
     calls = plan["calls"]
     functions = plan["functions"]
@@ -55,7 +58,10 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             skip.add(fi)
             state.restore()
             continue
-        base = rungs_of(fn["arity"], fn.get("kinds"), fn.get("receiver"), fn.get("doctests"))[ri]
+        own = rungs.get(fi)
+        if own is None:  # its key hashes its doctests: once per function
+            own = rungs[fi] = rungs_of(fn["arity"], fn.get("kinds"), fn.get("receiver"), fn.get("doctests"))
+        base = own[ri]
         if isinstance(target, _Method):
             recv, base = base
             target = _OnFresh(target, recv)
@@ -66,6 +72,8 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0
+        if len(reach) > 1 and reach[1]:
+            rec["sx"] = reach[1]
         if v is None:
             rec["x"] = why
         else:
@@ -215,6 +223,7 @@ def call(target, args, reach=None):
     except BaseException as e:  # raising is an answer: its type is canonical
         if reach is not None:
             reach.append(_entered(target, e.__traceback__))
+            reach.append(sandbox_trace(e))
         return raised(e), None, None
     if reach is not None:
         reach.append(True)  # it returned: its body ran
@@ -248,6 +257,33 @@ def probe_call(target, base, reset=lambda: None, order_free=(), reach=None):
         elif v is not None and v != first:
             return first, first_free, None, breaker, v
     return first, first_free, None, None, None
+
+
+# What a sandbox refuses, by errno: an exception carrying one (or raised
+# while handling one) may be the sandbox's doing, not the code's.
+_SANDBOX_ERRNOS = {errno.EROFS: "erofs", errno.ENETUNREACH: "net", errno.EHOSTUNREACH: "net",
+                   errno.EADDRNOTAVAIL: "net"}
+
+
+def sandbox_trace(exc):
+    """The trace a sandbox leaves on an exception or those it was raised
+    from: "erofs" (a read-only file system), "net" (no network, or no name
+    resolution), "enoent:PATH" (an absolute path that does not exist, which
+    the engine checks against the host's scanned tree), or None."""
+    for _ in range(8):
+        if exc is None:
+            return None
+        if isinstance(exc, socket.gaierror):
+            return "net"
+        if isinstance(exc, OSError):
+            cause = _SANDBOX_ERRNOS.get(exc.errno)
+            if cause:
+                return cause
+            name = exc.filename
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR) and isinstance(name, str) and name.startswith("/") and len(name) < 4096:
+                return "enoent:" + name
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _code_of(target):

@@ -15,7 +15,7 @@ from .channel import MARK_POLL
 _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int}, "if": {"m": int, "err": str},
     "nc": {"i": int, "why": str},
-    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str},
     "end": {},
 }
 MAX_RECORD = 1 << 20

@@ -124,5 +124,38 @@ class Breakers(unittest.TestCase):
         ]:
             reach = []
             calls.probe_call(target, args, reach=reach)
-            self.assertEqual(reach, [want], (target, args))
+            self.assertEqual(reach[:1], [want], (target, args))
+
+    def test_sandbox_trace(self):
+        # What a sandbox refuses leaves its errno on the exception, or on
+        # the one it was raised from; anything else is the code's.
+        import errno
+        import socket
+
+        def wrapped(inner):
+            try:
+                raise inner
+            except OSError:
+                raise ValueError("a library's own error")
+
+        for exc, want in [
+            (OSError(errno.EROFS, "Read-only file system", "/etc/x"), "erofs"),
+            (PermissionError(errno.EACCES, "Permission denied", "/etc/x"), None),
+            (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "net"),
+            (OSError(errno.ENETUNREACH, "Network is unreachable"), "net"),
+            (FileNotFoundError(errno.ENOENT, "No such file", "/scan/0/pkg/data.json"), "enoent:/scan/0/pkg/data.json"),
+            (FileNotFoundError(errno.ENOENT, "No such file", "relative.json"), None),
+            (KeyError("k"), None),
+        ]:
+            self.assertEqual(calls.sandbox_trace(exc), want, exc)
+        try:
+            wrapped(OSError(errno.EROFS, "Read-only file system"))
+        except ValueError as e:
+            self.assertEqual(calls.sandbox_trace(e), "erofs")
+
+        def writes():
+            raise OSError(errno.EROFS, "Read-only file system", "/usr/x")
+        reach = []
+        self.assertEqual(calls.probe_call(writes, (), reach=reach)[0], "E:OSError")
+        self.assertEqual(reach, [True, "erofs"])
 

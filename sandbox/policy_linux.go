@@ -35,6 +35,9 @@ type Policy struct {
 	// MemorySwap says whether the host accounts swap with memory (v1
 	// memsw, or v2), so that the limit can also forbid swapping.
 	MemorySwap bool
+	// CPUOnlineDir is a host folder for the files bound at CPUOnline, so
+	// that os.cpu_count() follows the job's CPU set; empty: not bound.
+	CPUOnlineDir string
 	// Rootless is the policy for a user without root: a user namespace
 	// that maps one id, the caller's own, as the container's root (which
 	// the probe runs as, with no capabilities), no cgroups, and rlimits in
@@ -53,11 +56,15 @@ var topLevelLibDirs = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // is made here, on the host, because inside a user namespace the
 // container's root cannot create directories in a root-owned tree.
 func PrepareRootfs(dir string, mountpoints []string) error {
-	dirs := append([]string{"proc", "dev", "usr", "etc", "tmp"}, mountpoints...)
+	dirs := append([]string{"proc", "dev", "usr", "etc", "tmp", filepath.Dir(CPUOnline)}, mountpoints...)
 	for _, d := range dirs {
 		if err := mkdirAll(dir, d); err != nil {
 			return err
 		}
+	}
+	// The mountpoint of a file is a file.
+	if err := os.WriteFile(filepath.Join(dir, CPUOnline), nil, 0o444); err != nil && !os.IsExist(err) && !os.IsPermission(err) {
+		return err
 	}
 	// Some runtimes give a tmpfs the mode of the directory it covers.
 	if err := os.Chmod(filepath.Join(dir, "tmp"), 0o1777); err != nil {
@@ -199,6 +206,13 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Target < binds[j].Target })
 	for _, b := range binds {
 		mounts = append(mounts, roBind(b.Source, b.Target))
+	}
+	if cond.CPUs != "" && p.CPUOnlineDir != "" {
+		online, err := CPUOnlineFile(p.CPUOnlineDir, cond.CPUs)
+		if err != nil {
+			return nil, fmt.Errorf("cpu set: %w", err)
+		}
+		mounts = append(mounts, roBind(online, CPUOnline))
 	}
 	for _, m := range job.Masks {
 		if m.Dir {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -225,6 +226,44 @@ type Support struct {
 // SystemDirs are the host paths every probe needs, bound read-only at the
 // same place: the system's programs and libraries. Never /home or /root.
 var SystemDirs = []string{"/usr"}
+
+// CPUOnline is where glibc's sysconf(_SC_NPROCESSORS_ONLN), and so
+// Python's os.cpu_count(), reads how many CPUs are online: a runtime that
+// varies the CPU set binds a file saying the same set over it, so the
+// count moves with the affinity. Without it (the sysfs of a container, or
+// none) os.cpu_count() says the host's.
+const CPUOnline = "/sys/devices/system/cpu/online"
+
+// CPUOnlineFile writes, in dir, the file a job with the CPU set cpus
+// binds at CPUOnline, and returns its path.
+func CPUOnlineFile(dir, cpus string) (string, error) {
+	if !cpuList.MatchString(cpus) {
+		return "", fmt.Errorf("cpu set %q is not a cpu list", cpus)
+	}
+	path := filepath.Join(dir, "cpus-online-"+cpus)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".cpus-online-")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.WriteString(cpus + "\n")
+	if err2 := tmp.Close(); err == nil {
+		err = err2
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path) // jobs in parallel write the same
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, nil
+}
 
 // RootNames are the top-level names of a container's root that belong to
 // the system: a bind the scanned trees ask for (a link that leaves its

@@ -24,8 +24,8 @@ func causeLabels(t *testing.T) map[string]string {
 func TestEachCauseIsNamed(t *testing.T) {
 	testenv.Integration(t)
 	labels := causeLabels(t)
-	if len(labels) != 17 {
-		t.Fatalf("want 17 labelled causes, got %d", len(labels))
+	if len(labels) != 18 {
+		t.Fatalf("want 18 labelled causes, got %d", len(labels))
 	}
 	containerOnly := map[string]bool{"hostname": true, "user": true, "cpus": true, "clock": true, "pid": true}
 	for _, rt := range []string{"host", "embedded", "docker"} {

@@ -147,6 +147,13 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: "/dev/null", Target: m.Target, ReadOnly: true})
 		}
 	}
+	if c.CPUs != "" {
+		online, err := sandbox.CPUOnlineFile(job.Scratch, c.CPUs)
+		if err != nil {
+			return nil, fmt.Errorf("docker: cpu set: %w", err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: online, Target: sandbox.CPUOnline, ReadOnly: true})
+	}
 	size := strconv.FormatInt(tmpfsSize, 10)
 	pids := job.Limits.Pids
 	hc := &container.HostConfig{

@@ -98,10 +98,10 @@ func (s *Scan) Ensure(job *sandbox.Job) error {
 // Policy is the sandbox policy for one of this scan's jobs.
 func (s *Scan) Policy(job *sandbox.Job, userNS, seccomp bool) *sandbox.Policy {
 	if s.Rootless {
-		return &sandbox.Policy{Rootfs: s.Rootfs, Rootless: true, Seccomp: seccomp}
+		return &sandbox.Policy{Rootfs: s.Rootfs, Rootless: true, Seccomp: seccomp, CPUOnlineDir: s.Scratch}
 	}
 	return &sandbox.Policy{
-		Rootfs: s.Rootfs, UserNS: userNS, HostIDBase: 100000, Seccomp: seccomp,
+		Rootfs: s.Rootfs, UserNS: userNS, HostIDBase: 100000, Seccomp: seccomp, CPUOnlineDir: s.Scratch,
 		CgroupsPath: cgroupscan.JobPath(s.ID, job.ID), MemorySwap: cgroupscan.MemorySwap(),
 	}
 }

@@ -234,6 +234,18 @@ def _describe_function(node, aliases, names, bound=False):
         "facts": _facts(node.body, local, names),
     }
     doctests = _doctests(node, required, len(positional), a.vararg is not None)
+    if a.vararg is not None and required == 0 and not positional:
+        # Only *args: called with no arguments the body mostly has nothing
+        # to work on. Its rungs are the call with none, first, then one
+        # ladder value of the kind its name or annotation asks for.
+        out["required"] = 1
+        name, ann = a.vararg.arg, annotation_kind(a.vararg.annotation)
+        kind = name_kind(name, ann)
+        if kind == ann and name.endswith("s"):  # *paths: each a path
+            kind = name_kind(name[:-1], ann)
+        out["kinds"] = [kind]
+        if [] not in doctests:
+            doctests = [[]] + doctests[:MAX_DOCTESTS - 1]
     if doctests:
         out["doctests"] = doctests
     return out

@@ -90,6 +90,26 @@ class Discovery(unittest.TestCase):
         self.assertEqual(rungs[:2], [("12", 2), ([1, {"a": None}],)])
         self.assertEqual(rungs[2:], ladder.rungs(1, []))
 
+    def test_only_varargs_get_one_ladder_value(self):
+        # *args alone: the call with none first, then one value of the kind
+        # its name asks for; a function that also takes a parameter, or
+        # requires one, is called as its signature says.
+        rec = self.describe(
+            "def a(*paths): return paths\n"
+            "def b(x, *rest): return x\n"
+            "def c(x=1, *rest): return x\n"
+            "class K:\n    def m(self, *args: int): return args\n"
+        )
+        a, b, c, m = rec["functions"]
+        self.assertEqual((a["required"], a["kinds"], a["doctests"]), (1, ["path"], [[]]))
+        self.assertEqual(b["required"], 1)
+        self.assertNotIn("doctests", b)
+        self.assertEqual(c["required"], 0)
+        self.assertEqual((m["required"], m["kinds"]), (1, ["int"]))
+        rungs = ladder.rungs_of(1, a["kinds"], None, a["doctests"])
+        self.assertEqual(rungs[0], ())
+        self.assertEqual(rungs[1:], ladder.rungs(1, ["path"]))
+
     def test_defs_in_blocks_are_listed_once(self):
         rec = self.describe(
             "import sys\n"

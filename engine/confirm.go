@@ -39,7 +39,7 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 				rc.ID, rc.Purpose = -1, "confirm"
 				runs = append(runs, rc)
 			}
-			shards := loneShards(groups[key], s.opts.Jobs)
+			shards := loneShards(groups[key], s.ex.opts.Jobs)
 			res[key] = s.ex.newRunResults(shards, len(runs), ladder)
 			tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
 		}
@@ -228,7 +228,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			if shs == nil {
 				runsOrder = append(runsOrder, b.run)
 			}
-			if len(shs) < s.opts.Jobs {
+			if len(shs) < s.ex.opts.Jobs {
 				shs = append(shs, &shard{ID: len(shs), calls: [][2]int{}})
 				byRun[b.run] = shs
 			}

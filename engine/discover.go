@@ -91,9 +91,9 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		ASLimit int64 `json:"address_space_limit,omitempty"`
 		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.opts.Runtime.Isolated()}
-	if !s.opts.Runtime.Isolated() {
-		req.ASLimit = s.opts.Limits.MemoryBytes
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.ex.opts.Runtime.Isolated()}
+	if !s.ex.opts.Runtime.Isolated() {
+		req.ASLimit = s.ex.opts.Limits.MemoryBytes
 	}
 	importPath := map[string]string{} // by Rel: where the probes import it from
 	for _, f := range files {
@@ -157,7 +157,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		return nil, fmt.Errorf("discovery: bad record: %w", recErr)
 	}
 	if !done {
-		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.opts.Python, out.describe(), out.stderrTail())
+		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.ex.opts.Python, out.describe(), out.stderrTail())
 	}
 	s.ex.bindCode()
 	return d, nil

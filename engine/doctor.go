@@ -50,7 +50,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		return nil, err
 	}
 	defer closeScan()
-	d := &Diagnosis{Runtime: s.opts.Runtime.Name(), Limits: s.opts.Limits}
+	d := &Diagnosis{Runtime: s.ex.opts.Runtime.Name(), Limits: s.ex.opts.Limits}
 	for _, c := range sandbox.Applied(sandbox.ByEngine) {
 		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
 	}
@@ -58,7 +58,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	for _, sk := range s.skipped {
 		skipped[sk.Condition] = sk
 	}
-	for _, sup := range s.opts.Runtime.Applies() {
+	for _, sup := range s.ex.opts.Runtime.Applies() {
 		if sk, ok := skipped[sup.Condition]; ok {
 			sup = sk
 		}
@@ -85,7 +85,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
 	}
-	out, err := s.ex.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.opts.Runtime.Isolated()}, time.Minute, handle)
+	out, err := s.ex.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.ex.opts.Runtime.Isolated()}, time.Minute, handle)
 	if err != nil {
 		return nil, err
 	}

@@ -21,11 +21,11 @@ const (
 
 func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *report.Report {
 	rep := &report.Report{
-		Tool:           report.Tool{Name: "nondet-sandbox", Version: s.opts.Version},
-		Runtime:        s.opts.Runtime.Name(),
-		Python:         s.opts.Python,
-		Seed:           s.opts.Seed,
-		CallerHashSeed: s.opts.CallerHashSeed,
+		Tool:           report.Tool{Name: "nondet-sandbox", Version: s.ex.opts.Version},
+		Runtime:        s.ex.opts.Runtime.Name(),
+		Python:         s.ex.opts.Python,
+		Seed:           s.ex.opts.Seed,
+		CallerHashSeed: s.ex.opts.CallerHashSeed,
 		Modules:        []report.Module{},
 		Targets:        []string{},
 		Functions:      []*report.Function{},
@@ -42,7 +42,7 @@ func (s *scan) newReport(files []sourceFile, disc *discovery, loc locales) *repo
 		if m != nil {
 			mod = report.Module{Path: f.Rel, Status: m.Status, Error: m.Error}
 		}
-		if base := s.opts.LocationBase; base != "" {
+		if base := s.ex.opts.LocationBase; base != "" {
 			// Only inside the base: code scanning cannot place a file
 			// outside it, and the report names no path outside it.
 			if rel, err := filepath.Rel(base, f.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {

@@ -18,8 +18,7 @@ import (
 // scan is the state of one Scan call: its phases' data, around the
 // executor that runs their jobs.
 type scan struct {
-	opts       Options
-	ex         *executor
+	ex         *executor // holds the scan's options
 	runs       []sandbox.RunConditions
 	skipped    []sandbox.Support
 	orderFree  map[string][]int
@@ -38,7 +37,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (*scan, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &scan{opts: opts, ex: ex}
+	s := &scan{ex: ex}
 	inImage := opts.Runtime.Capabilities().InImage
 	s.runs = planRuns(opts.Seed, opts.Runs, opts.SmellRuns, ex.loc, opts.Runtime.Isolated(), inImage || zoneData())
 	if len(opts.ExplicitRuns) > 0 {
@@ -65,7 +64,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	}
 	s.files = src.files
 	defer closeScan()
-	opts = s.opts
+	opts = s.ex.opts
 	targets := src.targets
 	pr, err := s.probeAll(ctx, targets)
 	if err != nil {
@@ -194,7 +193,7 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 	if err := checkFuncTargets(targets, disc); err != nil {
 		return nil, err
 	}
-	if s.orderFree, err = resolveOrderFree(s.opts.OrderFree, s.files, disc); err != nil {
+	if s.orderFree, err = resolveOrderFree(s.ex.opts.OrderFree, s.files, disc); err != nil {
 		return nil, err
 	}
 	rep := s.newReport(s.files, disc, s.ex.loc)
@@ -268,7 +267,7 @@ type probe struct {
 // other one as not probed with its reason.
 func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Report) []*probe {
 	var probes []*probe
-	enforce := !s.opts.Runtime.Isolated() && !s.opts.Unsafe
+	enforce := !s.ex.opts.Runtime.Isolated() && !s.ex.opts.Unsafe
 	orderFree := s.orderFree
 	for mi := range files {
 		f := &files[mi]
@@ -290,7 +289,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			if f.Func != "" && fn.Name != f.Func {
 				continue
 			}
-			if f.Func == "" && !s.opts.Private && private(fn.Name) {
+			if f.Func == "" && !s.ex.opts.Private && private(fn.Name) {
 				continue
 			}
 			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)

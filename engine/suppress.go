@@ -54,8 +54,8 @@ func (s *scan) suppressions(f *sourceFile) map[int]*report.Suppression {
 			if c = strings.TrimSpace(c); c == "" {
 				continue
 			}
-			if !slices.Contains(known, c) && s.opts.Notes != nil {
-				fmt.Fprintf(s.opts.Notes, "nondet-sandbox: %s:%d: %q is not a cause; an ignore comment names some of: %s\n", f.Rel, line, c, strings.Join(known, ", "))
+			if !slices.Contains(known, c) && s.ex.opts.Notes != nil {
+				fmt.Fprintf(s.ex.opts.Notes, "nondet-sandbox: %s:%d: %q is not a cause; an ignore comment names some of: %s\n", f.Rel, line, c, strings.Join(known, ", "))
 			}
 			sup.Causes = append(sup.Causes, c)
 		}

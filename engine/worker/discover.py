@@ -208,9 +208,17 @@ def _collect_imports(node, aliases):
                 aliases[a.asname or a.name] = sub.module + "." + a.name
 
 
-def _describe_function(node, aliases, names, bound=False):
+def _function_facts(node, aliases, names):
+    """The gate's facts of one function's body, with its own imports."""
+    local = dict(aliases)
+    _collect_imports(node, local)
+    return _facts(node.body, local, names)
+
+
+def _describe_function(node, aliases, names, bound=False, signature_only=False):
     """A function's signature and facts; bound drops the first positional
-    parameter (self or cls), which the call supplies."""
+    parameter (self or cls), which the call supplies. signature_only
+    leaves out the facts and the doctests."""
     a = node.args
     positional = a.posonlyargs + a.args
     required = len(positional) - len(a.defaults)
@@ -219,8 +227,6 @@ def _describe_function(node, aliases, names, bound=False):
         required = max(0, required - 1)
     kwonly_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
     kinds = [name_kind(p.arg, annotation_kind(p.annotation)) for p in positional[:required]]
-    local = dict(aliases)
-    _collect_imports(node, local)
     out = {
         "name": node.name,
         "line": node.lineno,
@@ -231,8 +237,10 @@ def _describe_function(node, aliases, names, bound=False):
         "kwonly_required": kwonly_required,
         "params": [p.arg for p in positional],
         "kinds": kinds,
-        "facts": _facts(node.body, local, names),
     }
+    if signature_only:
+        return out
+    out["facts"] = _function_facts(node, aliases, names)
     doctests = _doctests(node, required, len(positional), a.vararg is not None)
     if a.vararg is not None and required == 0 and not positional:
         # Only *args: called with no arguments the body mostly has nothing
@@ -330,7 +338,7 @@ def _receiver(node, aliases, names):
     attrs class or NamedTuple; none when it inherits its constructor."""
     for n in node.body:
         if isinstance(n, ast.FunctionDef) and n.name == "__init__":
-            d = _describe_function(n, aliases, names, bound=True)
+            d = _describe_function(n, aliases, names, bound=True, signature_only=True)
             return {"arity": d["required"], "kinds": d["kinds"]}
     fielded = any(_last_name(d.func if isinstance(d, ast.Call) else d) in _FIELD_DECORATORS for d in node.decorator_list) or \
         any(_last_name(b) == "NamedTuple" for b in node.bases)
@@ -372,10 +380,11 @@ def _describe_class(node, aliases, names):
             by_name.setdefault(n.name, []).append(n)
     own = set(by_name)
 
-    def facts_of(fn):
+    def facts_of(fn, facts=None):
         # A call of self.x() or cls.x() is a call of this class's own x:
         # local, so the gate follows it.
-        facts = _describe_function(fn, aliases, names)["facts"]
+        if facts is None:
+            facts = _function_facts(fn, aliases, names)
         for c in facts["calls"]:
             if c["name"].startswith(".") and c["name"][1:] in own:
                 c["name"], c["local"] = node.name + c["name"], True
@@ -389,7 +398,7 @@ def _describe_class(node, aliases, names):
         first = real[0]
         kind = _method_kind(first)
         d = _describe_function(first, aliases, names, bound=kind != "staticmethod")
-        d["facts"] = facts_of(first)
+        d["facts"] = facts_of(first, d["facts"])
         if kind != "staticmethod":
             # Calling it builds an instance (or may: cls(...)): the
             # constructor's calls are its calls.

@@ -239,6 +239,8 @@ def _describe_function(node, aliases, names, bound=False, signature_only=False):
         "kinds": kinds,
     }
     if signature_only:
+        # A receiver's constructor: one taking only *args is built with
+        # none (dict-like classes), never with one ladder value.
         return out
     out["facts"] = _function_facts(node, aliases, names)
     doctests = _doctests(node, required, len(positional), a.vararg is not None)

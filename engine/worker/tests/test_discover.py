@@ -98,9 +98,10 @@ class Discovery(unittest.TestCase):
             "def a(*paths): return paths\n"
             "def b(x, *rest): return x\n"
             "def c(x=1, *rest): return x\n"
-            "class K:\n    def m(self, *args: int): return args\n"
+            "class K:\n    def __init__(self, *args, **kw): pass\n    def m(self, *args: int): return args\n"
         )
         a, b, c, m = rec["functions"]
+        self.assertEqual(m["receiver"], {"arity": 0, "kinds": []})
         self.assertEqual((a["required"], a["kinds"], a["doctests"]), (1, ["path"], [[]]))
         self.assertEqual(b["required"], 1)
         self.assertNotIn("doctests", b)

@@ -203,8 +203,17 @@ norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
 want = {norm(n): n for n in json.loads(sys.argv[1])}
 every = sys.argv[2] == "all"
 found, broken, ignored, seen = [], [], [], set()
-for site_dir in sites:
-    for entry in entries(site_dir):
+listing = [(site_dir, entries(site_dir)) for site_dir in sites]
+
+def add(name, version, site_dir, tops, why):
+    notes = sorted(why.items())
+    ignored.extend({"name": name, "top": t, "reason": r} for t, r in notes[:MAX_NOTES])
+    if len(notes) > MAX_NOTES:
+        ignored.append({"name": name, "top": "...", "reason": "%d more refused" % (len(notes) - MAX_NOTES)})
+    found.append({"name": name, "version": version, "site": site_dir, "tops": sorted(tops)})
+
+for site_dir, names in listing:
+    for entry in names:
         folder_key = norm(entry.rsplit(".", 1)[0].split("-")[0])
         try:
             folder, name, version = metadata(site_dir, entry)
@@ -222,11 +231,23 @@ for site_dir in sites:
         except Exception as e:
             broken.append({"name": name, "reason": failure(e), "asked": key in want})
             continue
-        notes = sorted(why.items())
-        ignored += [{"name": name, "top": t, "reason": r} for t, r in notes[:MAX_NOTES]]
-        if len(notes) > MAX_NOTES:
-            ignored.append({"name": name, "top": "...", "reason": "%d more refused" % (len(notes) - MAX_NOTES)})
-        found.append({"name": name, "version": version, "site": site_dir, "tops": sorted(tops)})
+        add(name, version, site_dir, tops, why)
+# A name no distribution has may be what one installs: "dateutil" is
+# python-dateutil's package. Only then are the others' tops read.
+imports = {n: k for k, n in want.items() if k not in seen and n.isidentifier()}
+for site_dir, names in listing if imports and not every else ():
+    for entry in names:
+        try:
+            folder, name, version = metadata(site_dir, entry)
+            if norm(name) in seen:
+                continue
+            tops, why = find_tops(site_dir, folder, entry, name)
+        except Exception:
+            continue  # said above when asked for by name; not asked for here
+        hits = [imports[m] for m in (t[:-3] if t.endswith(".py") else t for t in tops) if m in imports]
+        if hits:
+            seen.update(hits + [norm(name)])
+            add(name, version, site_dir, tops, why)
 print(json.dumps({"found": found, "broken": broken, "ignored": ignored,
                   "missing": [n for k, n in want.items() if k not in seen]}))
 `

@@ -334,3 +334,30 @@ func TestPackageTargetsDropsTopsOutsideSite(t *testing.T) {
 		t.Errorf("targets %q, want %q", got, want)
 	}
 }
+
+// TestFindPackagesByImportName: a name no distribution has is looked up
+// among what they install, as users type it (dateutil for
+// python-dateutil); a name neither has is still an error that names it.
+func TestFindPackagesByImportName(t *testing.T) {
+	python, _, site := fakeVenv(t)
+	honest(t, site)
+	write(t, filepath.Join(site, "dateish", "__init__.py"), "")
+	write(t, filepath.Join(site, "python_dateish-2.0.dist-info", "METADATA"), "Metadata-Version: 2.1\nName: python-dateish\nVersion: 2.0\n")
+	write(t, filepath.Join(site, "python_dateish-2.0.dist-info", "RECORD"), "dateish/__init__.py,,\n")
+	pkgs, err := engine.FindPackages(context.Background(), python, []string{"dateish", "honest"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pkgs.Found {
+		names = append(names, p.Name+":"+strings.Join(p.Tops, ","))
+	}
+	slices.Sort(names)
+	if want := []string{"honest:honest,honest_mod.py", "python-dateish:dateish"}; !slices.Equal(names, want) {
+		t.Errorf("found %v, want %v", names, want)
+	}
+	_, err = engine.FindPackages(context.Background(), python, []string{"nodist"}, false)
+	if err == nil || !strings.Contains(err.Error(), "nodist is not installed") {
+		t.Errorf("a name nothing installs: %v", err)
+	}
+}

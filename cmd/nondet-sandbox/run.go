@@ -81,7 +81,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this glob (src/**/*.py; repeatable)")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this glob (tests, **/_vendor/**; repeatable)")
-	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution by name, in the environment of --python (repeatable); ids are relative to its site-packages")
+	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its name or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
 	fs.BoolVar(&o.allPkgs, "all-packages", false, "scan every distribution installed in the environment of --python, with a census per distribution")
 	fs.StringVar(&o.config, "config", "", "read settings from this TOML file instead of the pyproject.toml found from the first target upward")
 	fs.BoolVar(&o.noConfig, "no-config", false, "read no config file")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -97,6 +98,13 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 	rungs := res.calls[p.Index]
 	if w.Rung >= len(rungs) {
 		return nil, f, fmt.Errorf("replay: the ladder has no rung %d any more", w.Rung)
+	}
+	// A rung is an index: a changed signature (another arity, annotation
+	// or docstring example) puts another input there, and replaying it
+	// would say "fixed" of a call the report never made.
+	if now := pr.disc.ladder[p.Ladder]; w.Rung < len(now) && !slices.Equal(now[w.Rung], w.Args) {
+		return nil, f, &usageError{fmt.Sprintf("%s changed since the report: its rung %d is now (%s), the witness was (%s); scan it again",
+			f.ID, w.Rung, strings.Join(now[w.Rung], ", "), strings.Join(w.Args, ", "))}
 	}
 	var out []Replayed
 	for slot, o := range rungs[w.Rung] {

@@ -63,6 +63,9 @@ type discoveredFunction struct {
 	// Doctests are the arguments of the calls in its docstring's
 	// examples, as literal source: its first rungs.
 	Doctests [][]string `json:"doctests,omitempty"`
+	// Lines are the first decorator's line and the signature's last, where
+	// a suppression comment may sit, when they are not just Line.
+	Lines []int `json:"lines,omitempty"`
 }
 
 // receiverSig is a constructor's signature as the ladder sees it.

@@ -24,6 +24,8 @@ type scan struct {
 	orderFree  map[string][]int
 	files      []sourceFile
 	mainShards []*shard // the main runs' shards: bisection replays their order
+	// suppressions are the ignore comments of the files read.
+	suppressions []*suppressions
 }
 
 // openScan opens the scan's executor and plans its runs' conditions. The
@@ -79,6 +81,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	}
 	rep.Processes = int(s.ex.processes.Load())
 	rep.Excluded = src.excluded
+	rep.UnusedSuppressions = unusedSuppressions(s.suppressions, rep)
 	if opts.Measure {
 		sort.Slice(s.ex.workers, func(i, j int) bool { return s.ex.workers[i].Job < s.ex.workers[j].Job })
 		rep.Measurements = &report.Measurements{Workers: s.ex.workers}
@@ -280,21 +283,22 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			facts[fn.Name] = fn.Facts
 		}
 		modRefusal, refused := gate.CheckModule(m.ModuleFacts, facts)
-		ignored := s.suppressions(f)
+		ignored := s.readSuppressions(f)
 		shadow := ""
 		if enforce {
 			shadow = shadowedBy(f.Path)
 		}
+		if ignored != nil {
+			s.suppressions = append(s.suppressions, ignored)
+		}
 		for _, fn := range m.Functions {
-			if f.Func != "" && fn.Name != f.Func {
-				continue
-			}
-			if f.Func == "" && !s.ex.opts.Private && private(fn.Name) {
+			if (f.Func != "" && fn.Name != f.Func) || (f.Func == "" && !s.ex.opts.Private && private(fn.Name)) {
+				ignored.of(fn.Line, fn.Lines, "")
 				continue
 			}
 			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)
 			out.Kind = fn.Kind
-			out.Suppressed = ignored[fn.Line]
+			out.Suppressed = ignored.of(fn.Line, fn.Lines, out.ID)
 			why := signatureProblem(fn)
 			switch {
 			case why != "":

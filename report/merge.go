@@ -95,7 +95,9 @@ func Merge(parts []*Report) (*Report, error) {
 	}
 	out := *first
 	out.Part, out.Modules, out.Functions, out.Processes, out.Calls, out.Measurements = nil, nil, nil, 0, 0, nil
+	out.UnusedSuppressions = nil // each part's files' own
 	for _, p := range sorted {
+		out.UnusedSuppressions = append(out.UnusedSuppressions, p.UnusedSuppressions...)
 		out.Modules = append(out.Modules, p.Modules...)
 		out.Functions = append(out.Functions, p.Functions...)
 		out.Processes += p.Processes

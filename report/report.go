@@ -46,6 +46,10 @@ type Report struct {
 	// and exclude left out (relative to their target): a config that came
 	// with the tree may have set them, so the report says what they hid.
 	Excluded []string `json:"excluded,omitempty"`
+	// UnusedSuppressions are the ignore comments (file:line) that
+	// suppressed nothing: on no function's lines, or on functions that are
+	// not findings. Said so a stale comment does not hide a future finding.
+	UnusedSuppressions []string `json:"unused_suppressions,omitempty"`
 	// OCIRuntime is the OCI runtime binary's name when Runtime is oci
 	// (runc, crun, runsc): gVisor's kernel answers some calls differently.
 	OCIRuntime string                  `json:"oci_runtime,omitempty"`

@@ -201,6 +201,14 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		}
 		p.f("excluded by include/exclude: %d files: %s%s\n", n, strings.Join(shown, ", "), more)
 	}
+	if n := len(r.UnusedSuppressions); n > 0 {
+		shown := r.UnusedSuppressions[:min(n, 5)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(", and %d more (the JSON report lists them)", n-len(shown))
+		}
+		p.f("unused ignore comments (no finding to suppress; remove them): %s%s\n", strings.Join(shown, ", "), more)
+	}
 	c := r.Census
 	p.f("census: %d nondeterministic · %d deterministic · %d look · %d not probed",
 		c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)

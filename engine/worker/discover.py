@@ -238,6 +238,12 @@ def _describe_function(node, aliases, names, bound=False, signature_only=False):
         "params": [p.arg for p in positional],
         "kinds": kinds,
     }
+    # A suppression comment may sit on any line from the first decorator
+    # to the signature's last (where a formatter puts "):").
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    last = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
+    if (first, last) != (node.lineno, node.lineno):
+        out["lines"] = [first, last]
     if signature_only:
         # A receiver's constructor: one taking only *args is built with
         # none (dict-like classes), never with one ladder value.

@@ -41,8 +41,10 @@ type executor struct {
 	session   sandbox.Session
 	processes atomic.Int64
 	jobSeq    atomic.Int64
-	// tasksDone and tasksPlanned count (shard, run) pairs for Progress.
+	// tasksDone and tasksPlanned count the phase's (shard, run) pairs for
+	// Progress.
 	tasksDone, tasksPlanned atomic.Int64
+	phaseNow                atomic.Pointer[string]
 	peakMu                  sync.Mutex
 	workers                 []report.Worker // measurements, when asked for
 }
@@ -293,6 +295,30 @@ next:
 		out = append(out, d)
 	}
 	return out
+}
+
+// phase starts a phase of the scan: its progress counts from zero, and
+// the returned function says what it cost.
+func (x *executor) phase(name string) (end func()) {
+	x.tasksDone.Store(0)
+	x.tasksPlanned.Store(0)
+	x.phaseNow.Store(&name)
+	start, procs := time.Now(), x.processes.Load()
+	if x.opts.Progress != nil {
+		x.opts.Progress(Progress{Phase: name})
+	}
+	return func() {
+		if x.opts.PhaseDone != nil {
+			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs)})
+		}
+	}
+}
+
+func (x *executor) phaseName() string {
+	if p := x.phaseNow.Load(); p != nil {
+		return *p
+	}
+	return "probing"
 }
 
 // outside maps a path inside the sandbox back to the host, for the

@@ -41,10 +41,12 @@ type Options struct {
 	// Notes, when set, gets what the scan did beside scanning: leftovers of
 	// interrupted scans it removed, cleanup that failed.
 	Notes io.Writer
-	// Progress, when set, is told each time an interpreter finishes its
-	// (shard, run): how many have, of how many planned so far (the plan
-	// grows when findings need attribution runs).
-	Progress func(done, planned int)
+	// Progress, when set, is told when a phase starts (Done and Planned
+	// 0) and each time one of its interpreters finishes its (shard, run):
+	// how many have, of how many the phase planned so far.
+	Progress func(Progress)
+	// PhaseDone, when set, is told what each phase cost as it ends.
+	PhaseDone func(PhaseCost)
 	// OrderFree declares arguments whose order must not matter, as
 	// "FILE.py::function:parameter"; the worker also calls with each
 	// reversed.
@@ -115,4 +117,18 @@ func (o *Options) defaults() {
 	if o.Version == "" {
 		o.Version = d.Version
 	}
+}
+
+// Progress is how far a scan's phase is: discovering, probing,
+// confirming (lone runs and bisection) or attributing.
+type Progress struct {
+	Phase         string
+	Done, Planned int
+}
+
+// PhaseCost is what one phase of a scan took.
+type PhaseCost struct {
+	Phase        string
+	Wall         time.Duration
+	Interpreters int
 }

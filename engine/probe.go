@@ -130,7 +130,7 @@ func (x *executor) runPool(ctx context.Context, tasks []task) {
 		g.Go(func() error {
 			x.runShard(ctx, t.sh, t.rc, t.slot, t.res.ladder, t.res)
 			if x.opts.Progress != nil {
-				x.opts.Progress(int(x.tasksDone.Add(1)), int(x.tasksPlanned.Load()))
+				x.opts.Progress(Progress{Phase: x.phaseName(), Done: int(x.tasksDone.Add(1)), Planned: int(x.tasksPlanned.Load())})
 			}
 			return nil
 		})

@@ -74,8 +74,12 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	}
 	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
 	judgeAll(rep, probes, results, disc.ladder, runCounts{main: opts.Runs, all: len(s.runs)})
+	endConfirm := s.ex.phase("confirming")
 	s.confirm(ctx, probes, results, disc.ladder)
+	endConfirm()
+	endAttribution := s.ex.phase("attributing")
 	s.attribute(ctx, probes, disc.ladder)
+	endAttribution()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -189,7 +193,9 @@ type probed struct {
 
 // probeAll discovers, selects and runs every probe of the scan's targets.
 func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) {
+	endDiscovery := s.ex.phase("discovering")
 	disc, err := s.discover(ctx, s.files)
+	endDiscovery()
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +213,9 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 	}
 	probes := s.selectProbes(s.files, disc, rep)
 	s.mainShards = planShards(probes, s.ex.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))
+	endProbing := s.ex.phase("probing")
 	results := s.ex.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
+	endProbing()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
@@ -74,15 +75,27 @@ func TestPlainProgress(t *testing.T) {
 	clock := time.Unix(0, 0)
 	now := func() time.Time { return clock }
 	progress := plainProgress(&b, now, 10*time.Second)
+	progress(engine.Progress{Phase: "probing"})
 	for done := 1; done <= 40; done++ {
 		clock = clock.Add(time.Second) // one interpreter a second
-		progress(done, 40)
+		progress(engine.Progress{Phase: "probing", Done: done, Planned: 40})
 	}
+	// A new phase is said at once, and its estimate is its own.
+	progress(engine.Progress{Phase: "confirming"})
+	clock = clock.Add(time.Second)
+	progress(engine.Progress{Phase: "confirming", Done: 1, Planned: 4})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("40 seconds gave %d lines, want 4 (at 1s, 11s, 21s, 31s):\n%s", len(lines), b.String())
+	if len(lines) != 7 {
+		t.Fatalf("40 seconds gave %d lines, want 7 (probing; at 1s, 11s, 21s, 31s; confirming; its first):\n%s", len(lines), b.String())
 	}
-	if want := "nondet-sandbox: probing: 11 of 40 interpreters (27%), about 29s left"; lines[1] != want {
-		t.Errorf("line 2 is %q, want %q", lines[1], want)
+	for i, want := range map[int]string{
+		0: "nondet-sandbox: probing",
+		2: "nondet-sandbox: probing: 11 of 40 interpreters (27%), about 29s left",
+		5: "nondet-sandbox: confirming",
+		6: "nondet-sandbox: confirming: 1 of 4 interpreters (25%), about 3s left",
+	} {
+		if lines[i] != want {
+			t.Errorf("line %d is %q, want %q", i+1, lines[i], want)
+		}
 	}
 }

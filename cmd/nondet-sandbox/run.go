@@ -34,6 +34,7 @@ type runOptions struct {
 	seed      uint64
 	private   bool
 	quiet     bool
+	verbose   bool
 	measure   bool
 	smellRuns int
 	orderFree []string
@@ -79,6 +80,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this `GLOB` (src/**/*.py; repeatable)")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
@@ -264,16 +266,30 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	switch {
 	case opts.quiet:
 	case isTerminal(stderr) && os.Getenv("TERM") != "dumb":
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("probing"),
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("discovering"),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
-		eo.Progress = func(done, planned int) {
-			bar.ChangeMax(planned)
-			_ = bar.Set(done)
+		var mu sync.Mutex
+		phase := ""
+		eo.Progress = func(p engine.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.Phase != phase {
+				phase = p.Phase
+				bar.Reset()
+				bar.Describe(p.Phase)
+			}
+			bar.ChangeMax(p.Planned)
+			_ = bar.Set(p.Done)
 		}
 		defer bar.Finish()
 	default:
 		// A CI log: a plain line at most every progressEvery.
 		eo.Progress = plainProgress(stderr, time.Now, progressEvery)
+	}
+	if opts.verbose {
+		eo.PhaseDone = func(c engine.PhaseCost) {
+			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters)
+		}
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)
 	if err != nil {
@@ -372,21 +388,31 @@ func unjudged(rep *report.Report, targets []engine.Target) []string {
 const progressEvery = 10 * time.Second
 
 // plainProgress reports progress as plain lines, for a log that is not a
-// terminal: one at the first interpreter, then at most one every
-// interval, each with the count, the share and an estimate of what is
-// left from the rate so far. Interpreters finish on several goroutines.
-func plainProgress(w io.Writer, now func() time.Time, interval time.Duration) func(done, planned int) {
+// terminal: a line when a phase starts, one at its first interpreter,
+// then at most one every interval, each with the count, the share and an
+// estimate of what is left from the phase's rate so far. Interpreters
+// finish on several goroutines.
+func plainProgress(w io.Writer, now func() time.Time, interval time.Duration) func(engine.Progress) {
 	var mu sync.Mutex
+	phase := ""
 	start, last := now(), time.Time{}
-	return func(done, planned int) {
+	return func(p engine.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		t := now()
-		if !last.IsZero() && t.Sub(last) < interval {
+		done, planned := p.Done, p.Planned
+		if p.Phase != phase {
+			phase, start, last = p.Phase, t, time.Time{}
+			if done == 0 {
+				fmt.Fprintf(w, "nondet-sandbox: %s\n", phase)
+				return
+			}
+		}
+		if done == 0 || (!last.IsZero() && t.Sub(last) < interval) {
 			return
 		}
 		last = t
-		line := fmt.Sprintf("nondet-sandbox: probing: %d of %d interpreters", done, planned)
+		line := fmt.Sprintf("nondet-sandbox: %s: %d of %d interpreters", phase, done, planned)
 		if planned > 0 {
 			line += fmt.Sprintf(" (%d%%)", done*100/planned)
 		}

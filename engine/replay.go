@@ -34,30 +34,9 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 	if w == nil {
 		return nil, f, &usageError{fmt.Sprintf("%s has no witness to replay (its verdict is %s)", f.ID, f.Verdict)}
 	}
-	file, name, err := checkID(f.ID)
+	target, name, err := locate(rep, f.ID, root)
 	if err != nil {
 		return nil, f, err
-	}
-	var target Target
-	found := false
-	for _, arg := range rep.Targets {
-		t, err := ParseTarget(filepath.Join(root, targetFile(arg)))
-		if err != nil {
-			continue
-		}
-		path := filepath.Join(t.Base, filepath.FromSlash(file))
-		if path != t.Path && !within(path, t.Path) {
-			continue // beside a file target, not in it
-		}
-		if _, err := os.Stat(path); err == nil {
-			if target, err = ParseTarget(path + "::" + name); err == nil {
-				found = true
-				break
-			}
-		}
-	}
-	if !found {
-		return nil, f, &usageError{fmt.Sprintf("cannot find %s from the report's targets %v; run replay from the folder the scan ran in, or pass --root", file, rep.Targets)}
 	}
 	if opts.Notes != nil {
 		// The report chose the file: say which one runs.
@@ -106,12 +85,44 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 		return nil, f, &usageError{fmt.Sprintf("%s changed since the report: its rung %d is now (%s), the witness was (%s); scan it again",
 			f.ID, w.Rung, strings.Join(now[w.Rung], ", "), strings.Join(w.Args, ", "))}
 	}
+	if recv := pr.disc.receivers[p.Ladder]; w.Receiver != "" && w.Rung < len(recv) {
+		if now := p.Class + "(" + strings.Join(recv[w.Rung], ", ") + ")"; now != w.Receiver {
+			return nil, f, &usageError{fmt.Sprintf("%s changed since the report: its rung %d is now called on %s, the witness on %s; scan it again",
+				f.ID, w.Rung, now, w.Receiver)}
+		}
+	}
 	var out []Replayed
 	for slot, o := range rungs[w.Rung] {
 		r := Replayed{Run: rep.Runs[w.Answers[slot].Run], Value: o.value, Breaker: o.breaker, Value2: o.value2, Detail: o.detail}
 		out = append(out, r)
 	}
 	return out, f, nil
+}
+
+// locate finds the file of a report's function id from the report's
+// targets, relative to root: the target to probe, and the function's
+// name in it.
+func locate(rep *report.Report, id, root string) (Target, string, error) {
+	file, name, err := checkID(id)
+	if err != nil {
+		return Target{}, "", err
+	}
+	for _, arg := range rep.Targets {
+		t, err := ParseTarget(filepath.Join(root, targetFile(arg)))
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(t.Base, filepath.FromSlash(file))
+		if path != t.Path && !within(path, t.Path) {
+			continue // beside a file target, not in it
+		}
+		if _, err := os.Stat(path); err == nil {
+			if target, err := ParseTarget(path + "::" + name); err == nil {
+				return target, name, nil
+			}
+		}
+	}
+	return Target{}, "", &usageError{fmt.Sprintf("cannot find %s from the report's targets %v; run replay from the folder the scan ran in, or pass --root", file, rep.Targets)}
 }
 
 // checkID splits a function id read from a report into its file and

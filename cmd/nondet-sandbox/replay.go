@@ -18,8 +18,9 @@ import (
 type replayOptions struct {
 	sandboxOptions
 	callOptions
-	report string
-	root   string
+	report  string
+	root    string
+	snippet bool
 	// runtimeGiven is set when --runtime is on the command line: only
 	// then may replay run unisolated (a report or a config file never
 	// chooses the host).
@@ -53,6 +54,7 @@ status 0; not judged (a run gave no answer), exit status 3.`,
 	completeChoices(cmd, "runtime")
 	cmd.Flags().StringVar(&opts.report, "report", "", "the JSON report the witness comes from (required)")
 	cmd.Flags().StringVar(&opts.root, "root", "", "the folder the scan ran in, when it is not this one")
+	cmd.Flags().BoolVar(&opts.snippet, "python-snippet", false, "after the replay, print a shell snippet that makes the witness's call in a plain interpreter under each run's hash seed, zone, locale, HOME, umask and working directory (unsandboxed: read it before you run it)")
 	_ = cmd.MarkFlagRequired("report")
 	return cmd
 }
@@ -117,6 +119,15 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	}
 	outcome, err := judgeReplay(w, got)
 	fmt.Fprintln(stdout, outcome)
+	if opts.snippet {
+		// Only now: Replay has checked that the witness's input is the
+		// one discovery shows today, not whatever the report says.
+		snippet, serr := engine.Reproduction(rep, id, opts.root, opts.python)
+		if serr != nil {
+			return serr
+		}
+		fmt.Fprintf(stdout, "\n%s", snippet)
+	}
 	return err
 }
 

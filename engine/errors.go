@@ -14,6 +14,11 @@ var ErrUsage = errors.New("usage")
 // wrong path.
 var ErrNoSources = errors.New("no Python file under the given paths: nothing was scanned")
 
+// ErrInterrupted is a scan stopped before it ended (its context was
+// cancelled: Ctrl-C, SIGTERM) after some runs were made: it comes with
+// the report of what ran, marked partial.
+var ErrInterrupted = errors.New("interrupted")
+
 // ErrRuntime marks a sandbox runtime that cannot start probes here.
 var ErrRuntime = errors.New("runtime unavailable")
 

@@ -139,3 +139,28 @@ func TestJudgeAll(t *testing.T) {
 		t.Errorf("not callable: %s (%s)", f.Verdict, f.Reason)
 	}
 }
+
+// TestMarkInterrupted: after an interruption, a function some run never
+// called is not probed, one whose runs all answered keeps its verdict,
+// and a finding keeps its witness with a word on what it lacks.
+func TestMarkInterrupted(t *testing.T) {
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	mk := func(i int, verdict string) *probe {
+		return &probe{Index: i, fn: &report.Function{Verdict: verdict, Reason: "r"}}
+	}
+	probes := []*probe{mk(0, VerdictDeterministic), mk(1, VerdictDeterministic), mk(2, VerdictNondeterministic)}
+	res := newResults()
+	res.calls[0] = [][]outcome{{v("1"), v("1"), v("1")}}
+	res.calls[1] = [][]outcome{{v("1"), {}, {}}}
+	res.calls[2] = [][]outcome{{v("1"), v("2"), {}}}
+	markInterrupted(probes, res, runCounts{main: 3, all: 3}, false)
+	if f := probes[0].fn; f.Verdict != VerdictDeterministic {
+		t.Errorf("every run answered: %s %q", f.Verdict, f.Reason)
+	}
+	if f := probes[1].fn; f.Verdict != VerdictNotProbed || f.Reason != "the scan was interrupted before 2 of its 3 runs called it" {
+		t.Errorf("two runs missing: %s %q", f.Verdict, f.Reason)
+	}
+	if f := probes[2].fn; f.Verdict != VerdictNondeterministic || !strings.Contains(f.Reason, "not confirmed alone") {
+		t.Errorf("a witness: %s %q", f.Verdict, f.Reason)
+	}
+}

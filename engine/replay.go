@@ -63,6 +63,9 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 	}
 	defer closeScan()
 	pr, err := s.probeAll(ctx, []Target{target})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, f, err
 	}

@@ -73,15 +73,22 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 		return nil, err
 	}
 	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
-	judgeAll(rep, probes, results, disc.ladder, runCounts{main: opts.Runs, all: len(s.runs)})
-	endConfirm := s.ex.phase("confirming")
-	s.confirm(ctx, probes, results, disc.ladder)
-	endConfirm()
-	endAttribution := s.ex.phase("attributing")
-	s.attribute(ctx, probes, disc.ladder)
-	endAttribution()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	counts := runCounts{main: opts.Runs, all: len(s.runs)}
+	judgeAll(rep, probes, results, disc.ladder, counts)
+	interrupted := ctx.Err() != nil
+	if !interrupted {
+		endConfirm := s.ex.phase("confirming")
+		s.confirm(ctx, probes, results, disc.ladder)
+		endConfirm()
+	}
+	if ctx.Err() == nil {
+		endAttribution := s.ex.phase("attributing")
+		s.attribute(ctx, probes, disc.ladder)
+		endAttribution()
+	}
+	if ctx.Err() != nil {
+		rep.Partial = true
+		markInterrupted(probes, results, counts, !interrupted)
 	}
 	rep.Processes = int(s.ex.processes.Load())
 	rep.Excluded = src.excluded
@@ -100,7 +107,42 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 		}
 	}
 	rep.Finish()
+	if rep.Partial {
+		return rep, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	}
 	return rep, nil
+}
+
+// markInterrupted says of an interrupted scan's functions what it could
+// not finish: one that some run never called is not probed (unless two
+// runs already disagreed: a witness is a fact), and, when confirmation
+// or attribution was cut short, a finding says its causes may be
+// missing.
+func markInterrupted(probes []*probe, res *results, counts runCounts, lateStop bool) {
+	for _, p := range probes {
+		f := p.fn
+		if f.Verdict == VerdictNondeterministic {
+			if lateStop {
+				f.Reason += " (the scan was interrupted during confirmation or attribution: its causes may be missing)"
+			} else {
+				f.Reason += " (the scan was interrupted before confirmation: not confirmed alone, no causes)"
+			}
+			continue
+		}
+		runs, missed := counts.of(p), 0
+		for slot := 0; slot < runs; slot++ {
+			for _, rung := range res.calls[p.Index] {
+				if slot < len(rung) && rung[slot].kind == notRun {
+					missed++
+					break
+				}
+			}
+		}
+		if missed > 0 {
+			f.Verdict = VerdictNotProbed
+			f.Reason = fmt.Sprintf("the scan was interrupted before %d of its %d runs called it", missed, runs)
+		}
+	}
 }
 
 // Sources are the modules a scan reads, found before any sandbox starts.
@@ -216,9 +258,7 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 	endProbing := s.ex.phase("probing")
 	results := s.ex.runRuns(ctx, s.mainShards, s.runs, disc.ladder)
 	endProbing()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	// Interrupted or not: what ran is the caller's to judge.
 	return &probed{report: rep, probes: probes, results: results, disc: disc}, nil
 }
 

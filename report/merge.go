@@ -43,6 +43,9 @@ func Merge(parts []*Report) (*Report, error) {
 		if seen[p.Part.Index] {
 			return nil, fmt.Errorf("%w: part %d of %d is given twice", ErrParts, p.Part.Index, of)
 		}
+		if p.Partial {
+			return nil, fmt.Errorf("%w: part %d of %d is partial (its scan was interrupted): run that part again", ErrParts, p.Part.Index, of)
+		}
 		seen[p.Part.Index] = true
 	}
 	// Every index seen is in 1..of, so this stops after at most

@@ -63,6 +63,10 @@ type Report struct {
 	// Part is set on the report of one part of a split scan (--shard
 	// K/N); Merge joins the parts into the report of the whole.
 	Part *Part `json:"part,omitempty"`
+	// Partial is set on the report of a scan that was interrupted: what
+	// ran is judged, what did not run in every run is not probed, and
+	// findings may lack confirmation and causes.
+	Partial bool `json:"partial,omitempty"`
 	// Measurements differ from scan to scan by nature, so they are only
 	// written when asked for (--measure); without them two scans with one
 	// seed are byte-identical.

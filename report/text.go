@@ -51,6 +51,9 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	p := &printer{w: &out, color: opts.Color}
 	p.f("nondet-sandbox %s · runtime %s · %d runs · seed %d · %d interpreters started\n",
 		r.Tool.Version, r.Runtime, len(r.Runs), r.Seed, r.Processes)
+	if r.Partial {
+		p.f("PARTIAL: the scan was interrupted; what ran is judged, what some run never called is not probed\n")
+	}
 	if r.CallerHashSeed != "" {
 		p.f("note: PYTHONHASHSEED=%s is set in your environment; it was not passed on (each run sets its own)\n", r.CallerHashSeed)
 	}

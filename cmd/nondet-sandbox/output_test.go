@@ -99,3 +99,61 @@ func TestPlainProgress(t *testing.T) {
 		}
 	}
 }
+
+// cancelOn cancels a scan when its progress says an interpreter finished.
+type cancelOn struct {
+	cancel func()
+	buf    bytes.Buffer
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), "probing: 1 of") {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestInterruptedScanWritesAPartialReport: Ctrl-C after some runs keeps
+// what ran, as a report marked partial beside -o's file (never over it:
+// it may be the committed baseline), and the scan ends as interrupted.
+func TestInterruptedScanWritesAPartialReport(t *testing.T) {
+	testenv.Integration(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "mod.py")
+	if err := os.WriteFile(src, []byte("import time\n\n\ndef steady(x):\n    return x\n\n\ndef hang():\n    time.sleep(100)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "baseline.json")
+	old := []byte(`{"the": "committed baseline"}`)
+	if err := os.WriteFile(path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := testOptions(t, "host", 3)
+	opts.output, opts.quiet, opts.callTimeout = path, false, time.Second
+	stderr := &cancelOn{cancel: cancel}
+	err := runRun(ctx, opts, []string{src}, &bytes.Buffer{}, stderr)
+	if !errors.Is(err, engine.ErrInterrupted) || ctx.Err() == nil {
+		t.Fatalf("want the scan interrupted, got %v\n%s", err, stderr.buf.String())
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, old) {
+		t.Errorf("-o's file changed: %q", got)
+	}
+	if !strings.Contains(stderr.buf.String(), "marked partial, in "+path+".partial") {
+		t.Errorf("stderr does not say where the partial report is:\n%s", stderr.buf.String())
+	}
+	data, err := os.ReadFile(path + ".partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil || !rep.Partial {
+		t.Fatalf("the partial report does not read as partial: %v\n%.300s", err, data)
+	}
+	f := rep.Function("mod.py::steady")
+	if f == nil || f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "interrupted before") {
+		t.Errorf("steady: want not probed as interrupted before some run, got %+v", f)
+	}
+}

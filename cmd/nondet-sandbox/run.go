@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -292,7 +293,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		}
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)
-	if err != nil {
+	interrupted := errors.Is(err, engine.ErrInterrupted) && rep != nil
+	if err != nil && !interrupted {
 		return err
 	}
 	rep.Part = part
@@ -300,6 +302,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if len(pkgs) > 0 {
 		rep.Packages = engine.ReportPackages(pkgs)
 		rep.Finish()
+	}
+	if interrupted {
+		return writePartial(opts, rep, out, stdout, stderr, err)
 	}
 	if base != nil {
 		for _, note := range baselineNotes(base, rep, rep.ApplyBaseline(base)) {
@@ -432,6 +437,27 @@ type output struct {
 	w       io.Writer
 	pending *renameio.PendingFile
 	show    []string // --show
+}
+
+// writePartial writes the report of an interrupted scan, marked partial,
+// and returns err (the interruption: exit 130). Never over -o's file, which
+// may be a committed baseline: beside it, as FILE.partial.
+func writePartial(opts runOptions, rep *report.Report, out *output, stdout, stderr io.Writer, err error) error {
+	dest := "standard output"
+	if opts.output != "" {
+		out.abort()
+		dest = opts.output + ".partial"
+		var oerr error
+		if out, oerr = openOutput(dest, stdout); oerr != nil {
+			return errors.Join(err, oerr)
+		}
+		defer out.abort()
+	}
+	if werr := out.report(opts.format, rep); werr != nil {
+		return errors.Join(err, werr)
+	}
+	fmt.Fprintf(stderr, "nondet-sandbox: interrupted: the report of what ran is marked partial, in %s\n", dest)
+	return err
 }
 
 // openOutput opens -o's file (stdout when none) for a report. Opening

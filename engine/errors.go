@@ -14,6 +14,11 @@ var ErrUsage = errors.New("usage")
 // wrong path.
 var ErrNoSources = errors.New("no Python file under the given paths: nothing was scanned")
 
+// ErrAllExcluded is a scan with Filter.Force whose named files were all
+// excluded: a hook's commit that touches none of the project's sources,
+// nothing to judge and nothing wrong.
+var ErrAllExcluded = errors.New("nothing to scan")
+
 // ErrInterrupted is a scan stopped before it ended (its context was
 // cancelled: Ctrl-C, SIGTERM) after some runs were made: it comes with
 // the report of what ran, marked partial.

@@ -205,6 +205,9 @@ func Resolve(targets []Target, filter Filter) (*Sources, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
+		if filter.Force && len(excluded) > 0 {
+			return nil, fmt.Errorf("%w: every file named was excluded (%s)", ErrAllExcluded, strings.Join(excluded, ", "))
+		}
 		return nil, ErrNoSources
 	}
 	return &Sources{targets: targets, files: files, excluded: excluded}, nil

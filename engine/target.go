@@ -116,6 +116,34 @@ type Filter struct {
 	Base    string
 	Include []string
 	Exclude []string
+	// Force applies the excludes to files named on the command line too:
+	// the patterns, the default excluded folders below Base and what git
+	// ignores (as ruff's force-exclude, for hooks that name every staged
+	// file).
+	Force bool
+}
+
+// forcedOut says whether Force leaves out a file named on the command
+// line. gitDirs caches what git ignores, by folder.
+func (f Filter) forcedOut(path string, gitDirs map[string]map[string]bool) bool {
+	if !f.keeps(path) {
+		return true
+	}
+	if rel, err := filepath.Rel(f.Base, path); err == nil && !strings.HasPrefix(rel, "..") {
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		for _, name := range parts[:len(parts)-1] {
+			if name == "__pycache__" || strings.HasPrefix(name, ".") || slices.Contains(DefaultExcludes, name) {
+				return true
+			}
+		}
+	}
+	dir := filepath.Dir(path)
+	ignored, ok := gitDirs[dir]
+	if !ok {
+		ignored = gitIgnored(context.Background(), dir)
+		gitDirs[dir] = ignored
+	}
+	return ignored[path]
 }
 
 // check says what is wrong with a pattern, for the user.
@@ -239,12 +267,17 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 		root, name := moduleName(path)
 		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func, base: t.Base})
 	}
+	gitDirs := map[string]map[string]bool{}
 	for _, t := range targets {
 		st, err := os.Stat(t.Path)
 		if err != nil {
 			return nil, nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
 		}
 		if !st.IsDir() {
+			if filter.Force && !t.Installed && filter.forcedOut(t.Path, gitDirs) {
+				excluded = append(excluded, filepath.ToSlash(t.Arg))
+				continue
+			}
 			add(t, t.Path)
 			continue
 		}

@@ -62,6 +62,7 @@ var configKeys = []configKey{
 	{name: "seed", trust: shapesReport},
 	{name: "include", trust: shapesReport},
 	{name: "exclude", trust: shapesReport},
+	{name: "force-exclude", trust: shapesReport},
 	{name: "order-free", trust: shapesReport},
 	{name: "private", trust: shapesReport},
 	{name: "smell-runs", trust: shapesReport},

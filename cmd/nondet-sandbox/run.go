@@ -28,26 +28,28 @@ import (
 type runOptions struct {
 	sandboxOptions
 	callOptions
-	format    string
-	output    string
-	show      []string
-	runs      int
-	seed      uint64
-	private   bool
-	quiet     bool
-	verbose   bool
-	measure   bool
-	smellRuns int
-	orderFree []string
-	baseline  string
-	include   []string
-	exclude   []string
-	config    string
-	noConfig  bool
-	configDir string // the config file's folder: include and exclude are relative to it
-	packages  []string
-	allPkgs   bool
-	shard     string
+	format  string
+	output  string
+	show    []string
+	runs    int
+	seed    uint64
+	private bool
+	quiet   bool
+	verbose bool
+	// forceExclude applies the excludes to named files too.
+	forceExclude bool
+	measure      bool
+	smellRuns    int
+	orderFree    []string
+	baseline     string
+	include      []string
+	exclude      []string
+	config       string
+	noConfig     bool
+	configDir    string // the config file's folder: include and exclude are relative to it
+	packages     []string
+	allPkgs      bool
+	shard        string
 }
 
 // formats are --format's values for a scan's report.
@@ -83,6 +85,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this `GLOB` (src/**/*.py; repeatable)")
+	fs.BoolVar(&o.forceExclude, "force-exclude", false, "apply the excludes (--exclude, the default excluded folders, .gitignore) to files named on the command line too, as a pre-commit hook names them")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
 	fs.BoolVar(&o.allPkgs, "all-packages", false, "scan every distribution installed in the environment of --python, with a census per distribution")
@@ -208,11 +211,15 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		pkgs = found.Found
 		targets = append(targets, engine.PackageTargets(pkgs)...)
 	}
-	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude}
+	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude, Force: opts.forceExclude}
 	if filter.Base == "" {
 		filter.Base, _ = os.Getwd()
 	}
 	src, err := engine.Resolve(targets, filter)
+	if errors.Is(err, engine.ErrAllExcluded) {
+		fmt.Fprintln(stderr, "nondet-sandbox: "+err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -90,8 +90,11 @@ func unusedSuppressions(all []*suppressions, rep *report.Report) []string {
 	return out
 }
 
-// causeNames are the causes a finding can name, which an ignore comment
-// may list: each varied condition, and what is no condition.
+// CauseNames are the causes a finding can name, which an ignore comment,
+// --ignore and --select may list: each varied condition, and what is no
+// condition.
+func CauseNames() []string { return causeNames() }
+
 func causeNames() []string {
 	names := []string{"process", "unattributed", BreakerRepeat, report.BreakerOrderFree}
 	for _, c := range sandbox.Varieds {

@@ -3,10 +3,12 @@ package report
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -164,6 +166,11 @@ type Function struct {
 	// finding whose causes are all ignored leaves the exit status and the
 	// text findings.
 	Suppressed *Suppression `json:"suppressed,omitempty"`
+	// Ignored are the causes the command line or the config ignores for
+	// this function's file (--ignore, --select, --per-file-ignores): a
+	// finding whose every cause is ignored, here or by a comment, leaves
+	// the exit status as a suppressed one does.
+	Ignored []string `json:"ignored,omitempty"`
 	// InBaseline is set on a finding that the --baseline report already
 	// had (same id, no new cause): reported, but not failing.
 	InBaseline bool `json:"in_baseline,omitempty"`
@@ -396,9 +403,74 @@ func (r *Report) Failing() []*Function {
 	return out
 }
 
-// IsSuppressed says whether an ignore comment covers this finding's causes.
+// IsSuppressed says whether an ignore comment, or the causes the
+// configuration ignores, cover every one of this finding's causes.
 func (f *Function) IsSuppressed() bool {
-	return f.Verdict == VerdictNondeterministic && f.Suppressed.Covers(f.Causes)
+	if f.Verdict != VerdictNondeterministic {
+		return false
+	}
+	if f.Suppressed != nil && len(f.Suppressed.Causes) == 0 {
+		return true
+	}
+	if len(f.Causes) == 0 {
+		return false
+	}
+	for _, c := range f.Causes {
+		if !slices.Contains(f.Ignored, c) && !(f.Suppressed != nil && slices.Contains(f.Suppressed.Causes, c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// IgnoreRule ignores causes in the files a glob matches (every file when
+// Glob is empty), as the command line and the config say.
+type IgnoreRule struct {
+	Glob   string
+	Causes []string
+}
+
+// ApplyIgnores records on every finding the causes the rules ignore for
+// its file: a glob matches the file's path from the repository root (its
+// module's location, else the id's file part) as doublestar does, or its
+// name at any depth when the glob has no slash.
+func (r *Report) ApplyIgnores(rules []IgnoreRule) {
+	located := map[string]string{}
+	for _, m := range r.Modules {
+		located[m.Path] = m.Location
+	}
+	for _, f := range r.Functions {
+		if f.Verdict != VerdictNondeterministic {
+			continue
+		}
+		file, _ := SplitID(f.ID)
+		if loc := located[file]; loc != "" {
+			file = loc
+		}
+		for _, rule := range rules {
+			if rule.Glob != "" && !globMatch(rule.Glob, file) {
+				continue
+			}
+			for _, c := range rule.Causes {
+				if !slices.Contains(f.Ignored, c) {
+					f.Ignored = append(f.Ignored, c)
+				}
+			}
+		}
+		slices.Sort(f.Ignored)
+	}
+	r.Finish()
+}
+
+func globMatch(glob, file string) bool {
+	if ok, _ := doublestar.Match(glob, file); ok {
+		return true
+	}
+	if !strings.Contains(glob, "/") {
+		ok, _ := doublestar.Match(glob, path.Base(file))
+		return ok
+	}
+	return false
 }
 
 // ApplyBaseline marks the findings that base already had: the same id,

@@ -52,7 +52,11 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		sum := sha256.Sum256([]byte(rule + "\x00" + uri + "\x00" + name))
 		res.WithPartialFingerPrints(map[string]interface{}{"nondetSandboxFunction/v1": hex.EncodeToString(sum[:16])})
 		if f.IsSuppressed() {
-			res.WithSuppression([]*sarif.Suppression{sarif.NewSuppression("inSource").WithJustifcation("# nondet: ignore on the def line")})
+			if f.Suppressed != nil {
+				res.WithSuppression([]*sarif.Suppression{sarif.NewSuppression("inSource").WithJustifcation("# nondet: ignore on the def line")})
+			} else {
+				res.WithSuppression([]*sarif.Suppression{sarif.NewSuppression("external").WithJustifcation("causes ignored by the configuration: " + strings.Join(f.Ignored, ", "))})
+			}
 		}
 		props := sarif.NewPropertyBag()
 		props.Add("id", f.ID)

@@ -99,13 +99,22 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		p.f("  a witness is a fact: each of these functions gave two answers to one input\n")
 	}
 	var ignored []string
+	heading := "ignored in the source (# nondet: ignore)"
 	for _, f := range r.Functions {
 		if f.IsSuppressed() {
-			ignored = append(ignored, fmt.Sprintf("%s:%d: %s (causes: %s)", where(f.ID), f.Suppressed.Line, f.ID, strings.Join(f.Causes, ", ")))
+			line, how := f.Line, ""
+			if f.Suppressed != nil {
+				line = f.Suppressed.Line
+			}
+			if len(f.Ignored) > 0 {
+				how = "; the configuration ignores " + strings.Join(f.Ignored, ", ")
+				heading = "ignored in the source (# nondet: ignore) or by --ignore, --select"
+			}
+			ignored = append(ignored, fmt.Sprintf("%s:%d: %s (causes: %s%s)", where(f.ID), line, f.ID, strings.Join(f.Causes, ", "), how))
 		}
 	}
 	if len(ignored) > 0 {
-		p.f("\nignored in the source (# nondet: ignore) — %d, nondeterministic all the same:\n", len(ignored))
+		p.f("\n%s — %d, nondeterministic all the same:\n", heading, len(ignored))
 		for _, line := range ignored {
 			p.f("%s\n", line)
 		}

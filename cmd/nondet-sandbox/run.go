@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/google/renameio/v2"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -38,18 +39,21 @@ type runOptions struct {
 	verbose bool
 	// forceExclude applies the excludes to named files too.
 	forceExclude bool
-	measure      bool
-	smellRuns    int
-	orderFree    []string
-	baseline     string
-	include      []string
-	exclude      []string
-	config       string
-	noConfig     bool
-	configDir    string // the config file's folder: include and exclude are relative to it
-	packages     []string
-	allPkgs      bool
-	shard        string
+	// ignoreCauses, selectCauses and perFileIgnores take causes out of
+	// the exit status.
+	ignoreCauses, selectCauses, perFileIgnores []string
+	measure                                    bool
+	smellRuns                                  int
+	orderFree                                  []string
+	baseline                                   string
+	include                                    []string
+	exclude                                    []string
+	config                                     string
+	noConfig                                   bool
+	configDir                                  string // the config file's folder: include and exclude are relative to it
+	packages                                   []string
+	allPkgs                                    bool
+	shard                                      string
 }
 
 // formats are --format's values for a scan's report.
@@ -85,6 +89,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this `GLOB` (src/**/*.py; repeatable)")
+	fs.StringSliceVar(&o.ignoreCauses, "ignore", nil, "a `CAUSE` whose findings do not fail the scan (hash-seed, home, ...; comma-separated or repeated); they are reported, as ignored")
+	fs.StringSliceVar(&o.selectCauses, "select", nil, "only findings with one of these causes fail the scan (`CAUSE`, comma-separated or repeated); the rest are reported, as ignored")
+	fs.StringArrayVar(&o.perFileIgnores, "per-file-ignores", nil, "ignore causes in the files a glob matches, as `GLOB:CAUSES` (tests/*:home,locale; repeatable)")
 	fs.BoolVar(&o.forceExclude, "force-exclude", false, "apply the excludes (--exclude, the default excluded folders, .gitignore) to files named on the command line too, as a pre-commit hook names them")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
@@ -310,6 +317,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		rep.Packages = engine.ReportPackages(pkgs)
 		rep.Finish()
 	}
+	if rules, err := opts.ignoreRules(); err != nil {
+		return err
+	} else if len(rules) > 0 {
+		rep.ApplyIgnores(rules)
+	}
 	if interrupted {
 		return writePartial(opts, rep, out, stdout, stderr, err)
 	}
@@ -444,6 +456,55 @@ type output struct {
 	w       io.Writer
 	pending *renameio.PendingFile
 	show    []string // --show
+}
+
+// ignoreRules are the causes --ignore, --select and --per-file-ignores
+// take out of the exit status; a cause no finding can have is a usage
+// error, so a typo does not silently ignore nothing.
+func (o *runOptions) ignoreRules() ([]report.IgnoreRule, error) {
+	known := engine.CauseNames()
+	check := func(flag string, causes []string) error {
+		for _, c := range causes {
+			if !slices.Contains(known, c) {
+				return usageErrorf("%s %q is not a cause; choose from %s", flag, c, strings.Join(known, ", "))
+			}
+		}
+		return nil
+	}
+	var rules []report.IgnoreRule
+	if err := check("--ignore", o.ignoreCauses); err != nil {
+		return nil, err
+	}
+	if len(o.ignoreCauses) > 0 {
+		rules = append(rules, report.IgnoreRule{Causes: o.ignoreCauses})
+	}
+	if err := check("--select", o.selectCauses); err != nil {
+		return nil, err
+	}
+	if len(o.selectCauses) > 0 {
+		var rest []string
+		for _, c := range known {
+			if !slices.Contains(o.selectCauses, c) {
+				rest = append(rest, c)
+			}
+		}
+		rules = append(rules, report.IgnoreRule{Causes: rest})
+	}
+	for _, spec := range o.perFileIgnores {
+		glob, list, ok := strings.Cut(spec, ":")
+		if !ok || glob == "" || list == "" || !doublestar.ValidatePattern(glob) {
+			return nil, usageErrorf("--per-file-ignores %q: give GLOB:CAUSE,... such as tests/*:home,locale", spec)
+		}
+		causes := strings.Split(list, ",")
+		for i := range causes {
+			causes[i] = strings.TrimSpace(causes[i])
+		}
+		if err := check("--per-file-ignores", causes); err != nil {
+			return nil, err
+		}
+		rules = append(rules, report.IgnoreRule{Glob: glob, Causes: causes})
+	}
+	return rules, nil
 }
 
 // writePartial writes the report of an interrupted scan, marked partial,

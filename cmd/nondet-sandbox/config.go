@@ -62,6 +62,7 @@ var configKeys = []configKey{
 	{name: "seed", trust: shapesReport},
 	{name: "include", trust: shapesReport},
 	{name: "exclude", trust: shapesReport},
+	{name: "extend-exclude", trust: shapesReport},
 	{name: "force-exclude", trust: shapesReport},
 	{name: "ignore", trust: shapesReport},
 	{name: "select", trust: shapesReport},

@@ -39,6 +39,9 @@ type runOptions struct {
 	verbose bool
 	// forceExclude applies the excludes to named files too.
 	forceExclude bool
+	// extendExclude adds to exclude: a config's exclude and the command
+	// line's both hold.
+	extendExclude []string
 	// ignoreCauses, selectCauses and perFileIgnores take causes out of
 	// the exit status.
 	ignoreCauses, selectCauses, perFileIgnores []string
@@ -92,6 +95,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ignoreCauses, "ignore", nil, "a `CAUSE` whose findings do not fail the scan (hash-seed, home, ...; comma-separated or repeated); they are reported, as ignored")
 	fs.StringSliceVar(&o.selectCauses, "select", nil, "only findings with one of these causes fail the scan (`CAUSE`, comma-separated or repeated); the rest are reported, as ignored")
 	fs.StringArrayVar(&o.perFileIgnores, "per-file-ignores", nil, "ignore causes in the files a glob matches, as `GLOB:CAUSES` (tests/*:home,locale; repeatable)")
+	fs.StringArrayVar(&o.extendExclude, "extend-exclude", nil, "more `GLOB`s to skip, added to --exclude and the config's exclude rather than replacing them (repeatable)")
 	fs.BoolVar(&o.forceExclude, "force-exclude", false, "apply the excludes (--exclude, the default excluded folders, .gitignore) to files named on the command line too, as a pre-commit hook names them")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
@@ -218,7 +222,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		pkgs = found.Found
 		targets = append(targets, engine.PackageTargets(pkgs)...)
 	}
-	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: opts.exclude, Force: opts.forceExclude}
+	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: append(slices.Clip(opts.exclude), opts.extendExclude...), Force: opts.forceExclude}
 	if filter.Base == "" {
 		filter.Base, _ = os.Getwd()
 	}

@@ -41,8 +41,9 @@ func newBenchCommand() *cobra.Command {
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench [PATH...]",
-		Short: "Time the scan of PATH (default fixtures/known.py) or of a synthetic tree on several runtimes side by side",
-		Long: `Time the scan of PATH (default fixtures/known.py) on several runtimes side by
+		Short: "Time the scan of PATH (default fixtures/known.py, or a synthetic tree outside a checkout) on several runtimes side by side",
+		Long: `Time the scan of PATH (default fixtures/known.py in a checkout of this
+project, else a synthetic tree of 20x10) on several runtimes side by
 side: median wall time, interpreters, calls, CPU per call (the scan's own
 process and the processes it waited for; a Docker container's are not
 counted; on Kubernetes only the coordinator's), interpreters (containers,
@@ -54,7 +55,13 @@ run (one interpreter, every call the scan makes, no sandbox, no records) and
 prints the microseconds each call costs above that floor.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && opts.synthetic == "" {
-				args = []string{"fixtures/known.py"}
+				if _, err := os.Stat(defaultBenchTarget); err == nil {
+					args = []string{defaultBenchTarget}
+				} else {
+					// Installed with go install, no checkout: a tree of its own.
+					opts.synthetic = "20x10"
+					fmt.Fprintf(cmd.ErrOrStderr(), "nondet-sandbox: no %s here (not a checkout): timing a synthetic tree of %s; give PATH to time your own code\n", defaultBenchTarget, opts.synthetic)
+				}
 			}
 			return runBench(cmd.Context(), opts, args, cmd.OutOrStdout())
 		},
@@ -69,6 +76,9 @@ prints the microseconds each call costs above that floor.`,
 	fs.StringVar(&opts.synthetic, "synthetic", "", "scan a synthetic tree of MODULESxFUNCTIONS (e.g. 100x10) instead of PATH, and measure the floor of its calls")
 	return cmd
 }
+
+// defaultBenchTarget is what bench times in a checkout of this project.
+const defaultBenchTarget = "fixtures/known.py"
 
 // cpuTime is the CPU this process (the engine) used, and the children it
 // waited for.

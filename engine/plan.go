@@ -168,13 +168,16 @@ func ensureLocales(ctx context.Context, cacheDir string) locales {
 		have.names, have.dir = append(have.names, sandbox.SecondLocale), dir
 		return have
 	}
+	// The cache is the user's (XDG_CACHE_HOME, else HOME/.cache): a HOME
+	// one may not write (a service account's) needs telling where.
+	const hint = " (set XDG_CACHE_HOME to a folder you may write, or install the locale: localedef -i de_DE -f UTF-8 de_DE.UTF-8)"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		have.note = "cannot make the locale cache: " + err.Error()
+		have.note = "cannot make the locale cache: " + err.Error() + hint
 		return have
 	}
 	tmp, err := os.MkdirTemp(dir, ".gen-")
 	if err != nil {
-		have.note = "cannot make the locale cache: " + err.Error()
+		have.note = "cannot make the locale cache: " + err.Error() + hint
 		return have
 	}
 	defer os.RemoveAll(tmp)

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -147,5 +150,26 @@ func TestFilterIncludeExclude(t *testing.T) {
 	}
 	if err := (Filter{Exclude: []string{"src/[a"}}).check(); err == nil || !errors.Is(err, ErrUsage) {
 		t.Errorf("a bad pattern: %v", err)
+	}
+}
+
+// TestLocaleCacheUnwritableSaysWhatToDo: where the second locale must be
+// generated and the cache cannot be made (a service account's HOME), the
+// note says how to give it one.
+func TestLocaleCacheUnwritableSaysWhatToDo(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loc := ensureLocales(context.Background(), filepath.Join(file, "cache")) // under a file: mkdir fails
+	if out, err := exec.Command("locale", "-a").Output(); err == nil && strings.Contains(strings.ToLower(string(out)), "de_de.utf") {
+		// The system has the second locale: no cache is needed.
+		if len(loc.names) != 2 || loc.note != "" {
+			t.Errorf("with the system's de_DE: locales %v, note %q", loc.names, loc.note)
+		}
+		return
+	}
+	if len(loc.names) != 1 || !strings.Contains(loc.note, "XDG_CACHE_HOME") {
+		t.Errorf("locales %v, note %q: want one locale and a note naming XDG_CACHE_HOME", loc.names, loc.note)
 	}
 }

@@ -65,6 +65,9 @@ type Report struct {
 	// Part is set on the report of one part of a split scan (--shard
 	// K/N); Merge joins the parts into the report of the whole.
 	Part *Part `json:"part,omitempty"`
+	// Baseline is set when the findings were compared with a baseline
+	// (--baseline): each is then in it or new.
+	Baseline bool `json:"baseline,omitempty"`
 	// Partial is set on the report of a scan that was interrupted: what
 	// ran is judged, what did not run in every run is not probed, and
 	// findings may lack confirmation and causes.
@@ -483,6 +486,7 @@ func (r *Report) ApplyBaseline(base *Report) int {
 		}
 	}
 	n := 0
+	r.Baseline = true
 	for _, f := range r.Functions {
 		causes, ok := known[f.ID]
 		if f.Verdict != VerdictNondeterministic || !ok {

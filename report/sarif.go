@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/owenrumney/go-sarif/v2/sarif"
@@ -64,6 +66,9 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		if f.InBaseline {
 			props.Add("inBaseline", true)
 		}
+		if r.Baseline && f.Verdict == VerdictNondeterministic {
+			res.WithBaselineState(map[bool]string{true: "unchanged", false: "new"}[f.InBaseline])
+		}
 		if f.Witness != nil {
 			props.Add("witness", f.Witness)
 		}
@@ -92,8 +97,37 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		run.AttachPropertyBag(props)
 	}
 	report.AddRun(run)
-	return report.PrettyWrite(w)
+	var buf bytes.Buffer
+	if err := report.PrettyWrite(&buf); err != nil {
+		return err
+	}
+	_, err = w.Write(dropNulls(buf.Bytes()))
+	return err
 }
+
+// dropNulls removes the members whose value is null from indented JSON
+// (one member per line): the SARIF library writes some optional fields
+// (a suppression's status, location and guid) as null, which the 2.1.0
+// schema does not allow where it wants an enum, an object or a string.
+func dropNulls(indented []byte) []byte {
+	lines := strings.SplitAfter(string(indented), "\n")
+	var out []string
+	for _, line := range lines {
+		trimmed := strings.TrimRight(line, "\n")
+		if nullMember.MatchString(trimmed) {
+			if !strings.HasSuffix(trimmed, ",") && len(out) > 0 {
+				// It was the last member: the one before it ends the object.
+				prev := strings.TrimRight(out[len(out)-1], "\n")
+				out[len(out)-1] = strings.TrimSuffix(prev, ",") + "\n"
+			}
+			continue
+		}
+		out = append(out, line)
+	}
+	return []byte(strings.Join(out, ""))
+}
+
+var nullMember = regexp.MustCompile(`^\s*"(?:[^"\\]|\\.)*": null,?$`)
 
 // locator gives the file of a function id as code scanning and editors
 // want it: from the repository root (or the working directory) the scan

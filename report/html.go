@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,9 +29,11 @@ type htmlFinding struct {
 }
 
 type htmlSide struct {
-	Run        int
-	Value      string
-	Conditions []htmlCondition
+	Run   int
+	Value string
+	// Moving are the conditions the finding's causes name, shown; Others
+	// the rest, collapsed.
+	Moving, Others []htmlCondition
 }
 
 type htmlCondition struct {
@@ -49,11 +52,26 @@ type htmlData struct {
 	Total      int
 	Bars       []htmlBar
 	Findings   []htmlFinding
+	Failing    int
 	Ignored    []*Function
+	Sensitive  []htmlSensitive // order-sensitive: beside the verdicts
 	Looks      []htmlGroup
 	NotProbed  []htmlGroup
 	BadModules []Module
+	// Open says whether each finding's answers are shown open: with many
+	// findings they are collapsed, so the page stays a list one can read.
+	Open     bool
+	Packages []Package
 }
+
+// htmlSensitive is an order-sensitive function: the input, its answer,
+// and its answer with every dict's keys reversed.
+type htmlSensitive struct {
+	ID, Input, First, Second string
+}
+
+// openFindings is how many findings a page shows open.
+const openFindings = 30
 
 // htmlBar is one verdict's bar of the census chart, laid out here.
 type htmlBar struct {
@@ -86,7 +104,17 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		d.Bars[i].CountX = 138 + d.Bars[i].Width
 	}
-	for _, f := range r.Findings() {
+	findings := r.Findings()
+	d.Failing, d.Open = len(r.Failing()), len(findings) <= openFindings
+	d.Packages = append([]Package(nil), r.Packages...)
+	sort.SliceStable(d.Packages, func(i, j int) bool {
+		a, b := d.Packages[i], d.Packages[j]
+		if a.Census.Nondeterministic != b.Census.Nondeterministic {
+			return a.Census.Nondeterministic > b.Census.Nondeterministic
+		}
+		return strings.ToLower(a.Name) < strings.ToLower(b.Name)
+	})
+	for _, f := range findings {
 		hf := htmlFinding{Function: f, Where: where(f.ID)}
 		var answers []Answer
 		if f.Witness != nil {
@@ -99,13 +127,20 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		for i := range hf.Sides {
 			other := runs[len(runs)-1-i]
-			hf.Sides[i].Conditions = conditionRows(runs[i], other)
+			hf.Sides[i].Moving, hf.Sides[i].Others = conditionRows(runs[i], other, f.Causes)
 		}
 		d.Findings = append(d.Findings, hf)
 	}
 	for _, f := range r.Functions {
 		if f.IsSuppressed() {
 			d.Ignored = append(d.Ignored, f)
+		}
+		if w := f.OrderSensitive; w != nil {
+			hs := htmlSensitive{ID: f.ID, Input: w.Input()}
+			if len(w.Answers) == 2 {
+				hs.First, hs.Second = w.Answers[0].Value, w.Answers[1].Value
+			}
+			d.Sensitive = append(d.Sensitive, hs)
 		}
 	}
 	d.Looks = groupByReason(r.Functions, VerdictLook)
@@ -119,17 +154,21 @@ func WriteHTML(w io.Writer, r *Report) error {
 }
 
 // conditionRows lists a run's conditions, each marked when the other run
-// had another value.
-func conditionRows(rc, other sandbox.RunConditions) []htmlCondition {
-	var rows []htmlCondition
+// had another value: those the causes name (moving), and the rest.
+func conditionRows(rc, other sandbox.RunConditions, causes []string) (moving, others []htmlCondition) {
 	for _, v := range sandbox.Varieds {
 		val, o := v.Show(rc), v.Show(other)
 		if val == "" && o == "" {
 			continue // not varied on this runtime
 		}
-		rows = append(rows, htmlCondition{v.Label, val, val != o})
+		row := htmlCondition{v.Label, val, val != o}
+		if slices.Contains(causes, string(v.Name)) {
+			moving = append(moving, row)
+		} else {
+			others = append(others, row)
+		}
 	}
-	return rows
+	return moving, others
 }
 
 // groupByReason groups the functions with verdict by their reason, the

@@ -228,10 +228,15 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 		sink := &shardRun{x: x, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
 		rr := newRecordReader(&plan, skip, sink, x.opts.CallTimeout+backstop, importTimeout+backstop)
 		out, err := x.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
+		if ctx.Err() != nil {
+			// Interrupted: the kill was ours, not the code's. What was
+			// answered before it stands; nothing is charged to a call,
+			// an import or the sandbox (an import cut short would
+			// otherwise become that run's answer, and a false witness).
+			return
+		}
 		if err != nil {
-			if ctx.Err() == nil {
-				x.shardFailed(sh, run, res, err.Error())
-			}
+			x.shardFailed(sh, run, res, err.Error())
 			return
 		}
 		curMod, last, forged, between := rr.module, rr.last, rr.forged, rr.between(out.mark)

@@ -154,6 +154,6 @@ func TestInterruptedScanWritesAPartialReport(t *testing.T) {
 	}
 	f := rep.Function("mod.py::steady")
 	if f == nil || f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "interrupted before") {
-		t.Errorf("steady: want not probed as interrupted before some run, got %+v", f)
+		t.Errorf("steady: want not probed as interrupted before some run, got %+v witness %+v", f, f.Witness)
 	}
 }

@@ -104,7 +104,9 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 
 // locate finds the file of a report's function id from the report's
 // targets, relative to root: the target to probe, and the function's
-// name in it.
+// name in it. An id is relative to its project's root, some folder at or
+// above its target (the target's own folder in reports of older
+// versions): the nearest that holds the id's file inside the target.
 func locate(rep *report.Report, id, root string) (Target, string, error) {
 	file, name, err := checkID(id)
 	if err != nil {
@@ -115,13 +117,17 @@ func locate(rep *report.Report, id, root string) (Target, string, error) {
 		if err != nil {
 			continue
 		}
-		path := filepath.Join(t.Base, filepath.FromSlash(file))
-		if path != t.Path && !within(path, t.Path) {
-			continue // beside a file target, not in it
-		}
-		if _, err := os.Stat(path); err == nil {
-			if target, err := ParseTarget(path + "::" + name); err == nil {
-				return target, name, nil
+		for dir := t.Base; ; dir = filepath.Dir(dir) {
+			path := filepath.Join(dir, filepath.FromSlash(file))
+			if path == t.Path || within(path, t.Path) {
+				if _, err := os.Stat(path); err == nil {
+					if target, err := ParseTarget(path + "::" + name); err == nil {
+						return target, name, nil
+					}
+				}
+			}
+			if dir == filepath.Dir(dir) {
+				break
 			}
 		}
 	}

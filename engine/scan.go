@@ -425,7 +425,7 @@ func resolveOrderFree(specs []string, files []sourceFile, disc *discovery) (map[
 			}
 		}
 		if fn == nil {
-			return nil, &usageError{fmt.Sprintf("--order-free %q: no function %s among the scanned modules (ids are relative to the folder you named)", spec, id)}
+			return nil, &usageError{fmt.Sprintf("--order-free %q: no function %s among the scanned modules (give the id a report of this scan writes)", spec, id)}
 		}
 		idx := slices.Index(fn.Params, param)
 		if idx < 0 || idx >= fn.Required {

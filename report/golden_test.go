@@ -83,7 +83,7 @@ func TestRenderersGolden(t *testing.T) {
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) }},
 		{"report.color.txt", func(b *bytes.Buffer, r *Report) error { return WriteTextColor(b, r, true) }},
 		{"report.all.txt", func(b *bytes.Buffer, r *Report) error { return WriteTextWith(b, r, TextOptions{Deterministic: true}) }},
-		{"report.concise.txt", func(b *bytes.Buffer, r *Report) error { return WriteConcise(b, r) }},
+		{"report.concise.txt", func(b *bytes.Buffer, r *Report) error { return WriteConcise(b, r, TextOptions{}) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
 		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
 		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r) }},

@@ -225,7 +225,7 @@ func noCommands(t *testing.T, format, out string, allowed ...string) {
 func checkText(t *testing.T, r *Report) {
 	t.Helper()
 	var b strings.Builder
-	if err := WriteConcise(&b, r); err != nil {
+	if err := WriteConcise(&b, r, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if bad := controls(b.String()); len(bad) > 0 {

@@ -37,6 +37,29 @@ type TextOptions struct {
 	// are counted, and only those with a fact beside the verdict (moved by
 	// another function, or moving one) are listed.
 	Deterministic bool
+	// Path turns a file's path as the report has it (from the repository
+	// root) into one that resolves from the reader's working directory, as
+	// linters print theirs; nil leaves it.
+	Path func(string) string
+}
+
+// where is the report's locator, with the paths it found under the
+// repository root as opts.Path shows them.
+func (o TextOptions) where(r *Report) func(id string) string {
+	where := r.locator()
+	if o.Path == nil {
+		return where
+	}
+	located := map[string]bool{}
+	for _, m := range r.Modules {
+		located[m.Path] = m.Location != ""
+	}
+	return func(id string) string {
+		if file, _ := SplitID(id); located[file] {
+			return o.Path(where(id))
+		}
+		return where(id)
+	}
 }
 
 // listedIDs bounds the ids a group of looks or functions not probed lists
@@ -73,7 +96,7 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	p.f("\n")
 	// Each finding's first line starts with FILE:LINE: so an editor or a
 	// terminal can jump to the def.
-	where := r.locator()
+	where := opts.where(r)
 	for _, f := range findings {
 		wt := f.Witness
 		known := ""
@@ -511,11 +534,11 @@ func describeCauses(c []string) string {
 }
 
 // WriteConcise writes one line per finding, as linters print theirs:
-// FILE:LINE: causes: id, with the location from the repository root.
-func WriteConcise(w io.Writer, r *Report) error {
+// FILE:LINE: causes: id, the file as opts.Path shows it.
+func WriteConcise(w io.Writer, r *Report, opts TextOptions) error {
 	var out strings.Builder
 	p := &printer{w: &out}
-	where := r.locator()
+	where := opts.where(r)
 	for _, f := range r.Findings() {
 		causes := strings.Join(f.Causes, ",")
 		if causes == "" {

@@ -136,7 +136,7 @@ func TestPrecisionFixtures(t *testing.T) {
 			if err := os.WriteFile(report, out.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, id := range []string{"blocks.py::scatter", "blocks.py::epoch_hour", "echo.py::keys_csv", "methods.py::Settings.home"} {
+			for _, id := range []string{"precision/blocks.py::scatter", "precision/blocks.py::epoch_hour", "precision/echo.py::keys_csv", "precision/methods.py::Settings.home"} {
 				var rout bytes.Buffer
 				ro := replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, root: ".", runtimeGiven: true}
 				err := runReplay(context.Background(), ro, id, &rout, &bytes.Buffer{})

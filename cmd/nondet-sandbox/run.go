@@ -359,13 +359,13 @@ func unjudgedError(items []string) error {
 }
 
 // baselineNotes says when a baseline cannot be doing what the user
-// meant: it was made from other targets (its ids are relative to them),
-// or none of its ids is among this scan's, so it silently matches
+// meant: it was made from other targets (what they did not hold is new to
+// it), or none of its ids is among this scan's, so it silently matches
 // nothing.
 func baselineNotes(base, rep *report.Report, matched int) []string {
 	var notes []string
 	if !slices.Equal(base.Targets, rep.Targets) {
-		notes = append(notes, fmt.Sprintf("the baseline was made from the targets %q, this scan from %q: ids are relative to the targets, so give the same ones",
+		notes = append(notes, fmt.Sprintf("the baseline was made from the targets %q, this scan from %q: a finding outside its targets counts as new",
 			base.Targets, rep.Targets))
 	}
 	ids := map[string]bool{}
@@ -549,7 +549,7 @@ func openOutput(path string, stdout io.Writer) (*output, error) {
 
 // report writes rep in format and, for a file, puts it in place.
 func (o *output) report(format string, rep *report.Report) error {
-	text := report.TextOptions{Color: colorful(o.w), Deterministic: slices.Contains(o.show, "deterministic")}
+	text := report.TextOptions{Color: colorful(o.w), Deterministic: slices.Contains(o.show, "deterministic"), Path: fromHere()}
 	if err := writeReport(o.w, format, rep, text); err != nil {
 		return err
 	}
@@ -573,7 +573,7 @@ func (o *output) abort() {
 func writeReport(w io.Writer, format string, rep *report.Report, text report.TextOptions) error {
 	switch format {
 	case "concise":
-		return report.WriteConcise(w, rep)
+		return report.WriteConcise(w, rep, text)
 	case "json":
 		return report.WriteJSON(w, rep)
 	case "sarif":
@@ -621,16 +621,52 @@ func smellRuns(n int) int {
 	return n
 }
 
+// parseTargets checks the command line's paths and makes their ids
+// relative to their project's root (see projectRoot), so a baseline made
+// with `run src/` matches `run .`, a hook's staged files and a run from
+// another folder.
 func parseTargets(args []string) ([]engine.Target, error) {
 	var targets []engine.Target
+	wd, _ := os.Getwd()
+	roots := map[string]string{}
 	for _, a := range args {
 		t, err := engine.ParseTarget(a)
 		if err != nil {
 			return nil, err
 		}
+		if root := projectRoot(t.Base, wd, roots); root != "" && within(t.Path, root) {
+			t.Base = root
+		}
 		targets = append(targets, t)
 	}
 	return targets, nil
+}
+
+// projectRoot is the folder ids under dir are relative to: that of the
+// pyproject.toml with a [tool.nondet-sandbox] table nearest above dir
+// (the one a scan of dir reads, whatever --config or --no-config say, so
+// ids do not move with flags), else the root of the git repository dir is
+// in, else the working directory wd. found caches answers by dir.
+func projectRoot(dir, wd string, found map[string]string) string {
+	if root, ok := found[dir]; ok {
+		return root
+	}
+	root := wd
+	if path, err := findConfig(dir, io.Discard); err == nil && path != "" {
+		root = filepath.Dir(path)
+	} else {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+				root = d
+				break
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	found[dir] = root
+	return root
 }
 
 // locationBase is what report locations are relative to: the repository
@@ -648,6 +684,23 @@ func locationBase() string {
 		if d == filepath.Dir(d) {
 			return wd
 		}
+	}
+}
+
+// fromHere turns a path from the repository root (locationBase) into one
+// from the working directory, for people and editors.
+func fromHere() func(string) string {
+	wd, err := os.Getwd()
+	base := locationBase()
+	if err != nil || base == "" {
+		return nil
+	}
+	return func(loc string) string {
+		rel, err := filepath.Rel(wd, filepath.Join(base, filepath.FromSlash(loc)))
+		if err != nil {
+			return loc
+		}
+		return filepath.ToSlash(rel)
 	}
 }
 

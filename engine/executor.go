@@ -47,6 +47,10 @@ type executor struct {
 	phaseNow                atomic.Pointer[string]
 	peakMu                  sync.Mutex
 	workers                 []report.Worker // measurements, when asked for
+	// pastLimit holds the rungs that ran past the call limit, so later
+	// main runs do not wait for them again; notWaited counts those skips.
+	pastLimit pastLimit
+	notWaited atomic.Int64
 }
 
 // openExecutor does what every use of the sandbox starts with: take the
@@ -303,13 +307,14 @@ func (x *executor) phase(name string) (end func()) {
 	x.tasksDone.Store(0)
 	x.tasksPlanned.Store(0)
 	x.phaseNow.Store(&name)
-	start, procs := time.Now(), x.processes.Load()
+	start, procs, waits := time.Now(), x.processes.Load(), x.notWaited.Load()
 	if x.opts.Progress != nil {
 		x.opts.Progress(Progress{Phase: name})
 	}
 	return func() {
 		if x.opts.PhaseDone != nil {
-			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs)})
+			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs),
+				NotWaited: int(x.notWaited.Load() - waits)})
 		}
 	}
 }

@@ -131,4 +131,7 @@ type PhaseCost struct {
 	Phase        string
 	Wall         time.Duration
 	Interpreters int
+	// NotWaited counts the calls the phase did not make because the same
+	// rung ran past the call limit in an earlier run (see pastLimit).
+	NotWaited int
 }

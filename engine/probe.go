@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,6 +210,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests})
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
+	x.dropPastLimit(sh, rc, &plan, run, res)
 	if !x.opts.Runtime.Isolated() {
 		plan.ASLimit = x.opts.Limits.MemoryBytes
 		plan.Umask = rc.Umask
@@ -303,6 +305,72 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	}
 }
 
+// pastLimit remembers the rungs that ran past the call limit, by probe
+// and rung, with what the run that waited wrote of it. A hang is paid
+// once: a function that sleeps or waits for input would otherwise cost
+// the whole limit again in every run.
+type pastLimit struct {
+	mu sync.Mutex
+	m  map[[2]int]string
+}
+
+func (l *pastLimit) add(probe, rung int, detail string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[[2]int]string{}
+	}
+	if _, ok := l.m[[2]int{probe, rung}]; !ok {
+		l.m[[2]int{probe, rung}] = detail
+	}
+}
+
+func (l *pastLimit) known() map[[2]int]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.m)
+}
+
+// dropPastLimit takes out of a main run's plan the rungs that ran past
+// the call limit in a run before it, and does what waiting for them would
+// have done: the rung ran past the limit (the detail and event the first
+// run wrote, so the report does not say which run waited), the function's
+// later calls in this run are skipped, and the calls after it go on in a
+// fresh process. A hang that every run would meet gives the same report
+// as before, without the wait. Confirmation, attribution and bisection
+// are left alone: they call a witness's rungs, which answered in the
+// witness's run, and must call them as that run did.
+func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *workerPlan, run int, res *results) {
+	if rc.Purpose != "main" && rc.Purpose != "hash-seed" || sh.alone || sh.calls != nil || len(sh.upTo) > 0 {
+		return
+	}
+	known := x.pastLimit.known()
+	if len(known) == 0 {
+		return
+	}
+	cut := map[int]bool{}
+	kept := plan.Calls[:0:0]
+	for _, c := range plan.Calls {
+		p := sh.Probes[c[0]]
+		detail, hung := known[[2]int{p.Index, c[1]}]
+		switch {
+		case cut[c[0]]:
+			res.calls[p.Index][c[1]][run] = outcome{kind: skipped}
+		case hung:
+			res.calls[p.Index][c[1]][run] = outcome{kind: timedOut, detail: detail}
+			res.event(p.Index, report.Event{Kind: "timeout", Run: run, Rung: c[1], Detail: detail})
+			cut[c[0]] = true
+			x.notWaited.Add(1)
+			plan.Segments = append(plan.Segments, len(kept))
+		default:
+			kept = append(kept, c)
+		}
+	}
+	plan.Calls = kept
+	slices.Sort(plan.Segments)
+	plan.Segments = slices.Compact(plan.Segments)
+}
+
 // shardRun is what one attempt of a shard's records does to the scan's
 // results.
 type shardRun struct {
@@ -359,6 +427,7 @@ func (a *shardRun) lost(call int, kind, detail string) {
 	o := outcome{kind: crashed, detail: detail}
 	if kind == "timeout" {
 		o.kind = timedOut
+		a.x.pastLimit.add(p.Index, ri, detail)
 	}
 	a.res.calls[p.Index][ri][a.run] = o
 	a.res.event(p.Index, report.Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})

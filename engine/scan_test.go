@@ -395,3 +395,43 @@ func TestScannedRootsCannotShadowTheWorker(t *testing.T) {
 		t.Fatalf("the honest sibling: %s %s %+v", f.Verdict, f.Reason, f.Contained)
 	}
 }
+
+// A rung that ran past the call limit in one run is not waited for again
+// in the runs after it, and the report is what waiting would have given:
+// every run has the rung past the limit and the function's rungs after it
+// skipped, and the rungs before it answered.
+func TestHangsArePaidOnce(t *testing.T) {
+	testenv.Integration(t)
+	var notWaited int
+	rep := scan(t, func(o *engine.Options) {
+		o.Runs, o.Jobs, o.SmellRuns, o.CallTimeout = 4, 1, -1, time.Second
+		o.PhaseDone = func(c engine.PhaseCost) { notWaited += c.NotWaited }
+	}, "testdata/hang")
+	// One interpreter at a time: each hanging function waits in the first
+	// run only.
+	if want := 2 * (4 - 1); notWaited != want {
+		t.Errorf("%d calls not waited for again, want %d", notWaited, want)
+	}
+	for _, id := range []string{"slow.py::waits", "slow.py::waits_on_big"} {
+		f := fn(t, rep, id)
+		perRun := map[int]int{}
+		for _, e := range f.Contained {
+			if e.Kind == "timeout" && strings.Contains(e.Detail, "call limit") {
+				perRun[e.Run]++
+			}
+		}
+		if len(perRun) != 4 {
+			t.Errorf("%s: want a call past the limit in each of 4 runs, got %+v", id, f.Contained)
+		}
+	}
+	if f := fn(t, rep, "slow.py::waits"); f.Verdict != engine.VerdictLook || f.Rungs.TimedOut == 0 {
+		t.Errorf("waits: want a look with a rung past the limit, got %s %+v", f.Verdict, f.Rungs)
+	}
+	big := fn(t, rep, "slow.py::waits_on_big")
+	if big.Verdict != engine.VerdictDeterministic || big.Rungs.Answered < big.Rungs.Total-2 {
+		t.Errorf("waits_on_big: want deterministic with every other rung answered, got %s %+v: %s", big.Verdict, big.Rungs, big.Reason)
+	}
+	if f := fn(t, rep, "slow.py::fine"); f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered != f.Rungs.Total {
+		t.Errorf("fine: %s %+v", f.Verdict, f.Rungs)
+	}
+}

@@ -307,7 +307,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	}
 	if opts.verbose {
 		eo.PhaseDone = func(c engine.PhaseCost) {
-			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters)
+			waits := ""
+			if c.NotWaited > 0 {
+				waits = fmt.Sprintf(", %d calls past the call limit in an earlier run not waited for again", c.NotWaited)
+			}
+			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, waits)
 		}
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)

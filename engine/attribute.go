@@ -65,6 +65,18 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 	}
 }
 
+// apart says how many varied conditions runs a and b of the scan differ
+// in.
+func (s *scan) apart(a, b int) int {
+	n := 0
+	for _, c := range sandbox.Varieds {
+		if !c.Same(s.runs[a], s.runs[b]) {
+			n++
+		}
+	}
+	return n
+}
+
 // planAttribution groups the cross-run findings by the two runs their
 // witnesses compare and plans each group's runs: the base, two controls,
 // all of the other run's conditions, then one flip per condition the two
@@ -84,11 +96,7 @@ func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attributi
 		ctrl.ID, ctrl.Purpose = -1, "attribute:control"
 		ctrl2.ID, ctrl2.Purpose = -1, "attribute:control"
 		g.runs = append(g.runs, base, ctrl, ctrl2)
-		// The other run's conditions all at once, to tell conditions
-		// acting together from the calls before it.
-		all := other
-		all.ID, all.Purpose = -1, "attribute-all"
-		g.runs = append(g.runs, all)
+		var flips []sandbox.RunConditions
 		for _, c := range sandbox.Varieds {
 			if c.Same(base, other) {
 				continue
@@ -96,8 +104,17 @@ func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attributi
 			flip := base
 			flip.Purpose = "attribute:" + string(c.Name)
 			c.Take(&flip, other)
-			g.runs = append(g.runs, flip)
+			flips = append(flips, flip)
 		}
+		if len(flips) != 1 {
+			// The other run's conditions all at once, to tell conditions
+			// acting together from the calls before it; with one
+			// condition apart, its flip is that run.
+			all := other
+			all.ID, all.Purpose = -1, "attribute-all"
+			g.runs = append(g.runs, all)
+		}
+		g.runs = append(g.runs, flips...)
 	}
 	return out
 }
@@ -122,8 +139,9 @@ func byWitnessRuns(probes []*probe) (keys [][2]int, groups map[[2]int][]*probe) 
 }
 
 // An attribution group's runs: the base, two controls, all of the other
-// run's conditions, then one flip per differing condition.
-const firstFlip = 4
+// run's conditions (unless one condition differs), then one flip per
+// differing condition.
+const firstFlip = 3
 
 // nameCauses names what moved a witness rung from its answers in a
 // group's runs (outs[i] under runs[i]); note, when set, says why no cause
@@ -140,7 +158,12 @@ func nameCauses(runs []sandbox.RunConditions, outs []outcome, failed string) (ca
 	case base.value != ctrl.value || base.value != ctrl2.value:
 		return []string{"process"}, ""
 	}
+	allSlot := -1
 	for slot := firstFlip; slot < len(runs); slot++ {
+		if runs[slot].Purpose == "attribute-all" {
+			allSlot = slot
+			continue
+		}
 		if o := outs[slot]; canonical(o) && o.value != base.value {
 			causes = append(causes, strings.TrimPrefix(runs[slot].Purpose, "attribute:"))
 		}
@@ -148,7 +171,10 @@ func nameCauses(runs []sandbox.RunConditions, outs []outcome, failed string) (ca
 	if len(causes) > 0 {
 		return causes, ""
 	}
-	if all := outs[firstFlip-1]; canonical(all) && all.value != base.value {
+	if allSlot < 0 {
+		allSlot = len(runs) - 1 // the one flip is the other run
+	}
+	if all := outs[allSlot]; allSlot >= firstFlip && canonical(all) && all.value != base.value {
 		return []string{"unattributed"}, "no single varied condition moved it alone; the other run's conditions together did"
 	}
 	return []string{"unattributed"}, "no varied condition moved it when the findings were run again, alone or together: it moves only now and then"

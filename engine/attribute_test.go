@@ -41,11 +41,11 @@ func TestAttributionPlan(t *testing.T) {
 			t.Errorf("%s: clock %q is not pinned", r.Purpose, r.Clock)
 		}
 	}
-	if !slices.Equal(purposes[:firstFlip], []string{"attribute:base", "attribute:control", "attribute:control", "attribute-all"}) {
-		t.Fatalf("the group starts %v", purposes[:firstFlip])
+	if !slices.Equal(purposes[:firstFlip+1], []string{"attribute:base", "attribute:control", "attribute:control", "attribute-all"}) {
+		t.Fatalf("the group starts %v", purposes[:firstFlip+1])
 	}
 	var flipped []string
-	for _, r := range g.runs[firstFlip:] {
+	for _, r := range g.runs[firstFlip+1:] {
 		name := strings.TrimPrefix(r.Purpose, "attribute:")
 		flipped = append(flipped, name)
 		v, ok := sandbox.VariedCondition(sandbox.Condition(name))
@@ -74,6 +74,48 @@ func TestAttributionPlan(t *testing.T) {
 	if !slices.Equal(flipped, differ) {
 		t.Errorf("flips %v, want one per differing condition %v", flipped, differ)
 	}
+	// Two runs apart in the hash seed alone (a smell run and its main
+	// run): the base, two controls and the one flip, which is the other
+	// run; no run of all the other's conditions besides it.
+	runs = planRuns(5, 3, 2, locales{names: []string{"C.UTF-8", sandbox.SecondLocale}}, true, true)
+	groups = planAttribution([]*probe{finding(0, 0, 3)}, runs)
+	purposes = purposes[:0]
+	for _, r := range groups[0].runs {
+		purposes = append(purposes, r.Purpose)
+	}
+	if !slices.Equal(purposes, []string{"attribute:base", "attribute:control", "attribute:control", "attribute:hash-seed"}) {
+		t.Errorf("a pair apart in the hash seed alone: runs %v", purposes)
+	}
+}
+
+// TestWitnessComparesTheClosestRuns: of the pairs of runs that disagree
+// on a rung, the witness compares the two apart in the fewest conditions,
+// the first in run order among equals.
+func TestWitnessComparesTheClosestRuns(t *testing.T) {
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	apart := func(a, b int) int { // runs 0-2 are main runs, 3 and 4 run 0's with another seed
+		if a == 0 && b >= 3 || a >= 3 && b >= 3 {
+			return 1
+		}
+		return 9
+	}
+	for _, c := range []struct {
+		outs []outcome
+		want [2]int
+	}{
+		{[]outcome{v("a"), v("b"), v("a"), v("c"), v("a")}, [2]int{0, 3}},
+		{[]outcome{v("a"), v("b"), v("a"), v("a"), v("a")}, [2]int{0, 1}},
+		{[]outcome{v("a"), v("a"), v("a"), v("a"), v("b")}, [2]int{0, 4}},
+		{[]outcome{{kind: timedOut}, v("a"), v("b"), v("c"), v("d")}, [2]int{3, 4}},
+	} {
+		w := disagreement(0, c.outs, nil, apart)
+		if w == nil || [2]int{w.Answers[0].Run, w.Answers[1].Run} != c.want {
+			t.Errorf("%v: witness %+v, want runs %v", c.outs, w, c.want)
+		}
+	}
+	if w := disagreement(0, []outcome{v("a"), v("b"), v("a"), v("c")}, nil, nil); w == nil || w.Answers[1].Run != 1 {
+		t.Errorf("without distances the first pair in run order: %+v", w)
+	}
 }
 
 // TestNameCauses: a cause is a condition whose flip alone moves the
@@ -82,6 +124,8 @@ func TestAttributionPlan(t *testing.T) {
 func TestNameCauses(t *testing.T) {
 	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
 		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:locale"}}
+	one := runs[:3:3]
+	one = append(one, sandbox.RunConditions{Purpose: "attribute:hash-seed"})
 	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
 	for _, c := range []struct {
 		name   string
@@ -103,5 +147,12 @@ func TestNameCauses(t *testing.T) {
 		if !slices.Equal(causes, c.causes) || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
 			t.Errorf("%s: causes %v, note %q; want %v, a note saying %q", c.name, causes, note, c.causes, c.note)
 		}
+	}
+	// One condition apart: its flip is the other run.
+	if causes, _ := nameCauses(one, []outcome{v("a"), v("a"), v("a"), v("b")}, ""); !slices.Equal(causes, []string{"hash-seed"}) {
+		t.Errorf("one flip that moves: causes %v", causes)
+	}
+	if causes, note := nameCauses(one, []outcome{v("a"), v("a"), v("a"), v("a")}, ""); !slices.Equal(causes, []string{"unattributed"}) || !strings.Contains(note, "only now and then") {
+		t.Errorf("one flip that does not move: causes %v, note %q", causes, note)
 	}
 }

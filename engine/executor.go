@@ -51,6 +51,7 @@ type executor struct {
 	// main runs do not wait for them again; notWaited counts those skips.
 	pastLimit pastLimit
 	notWaited atomic.Int64
+	children  atomic.Int64 // the worker children the plans asked for
 }
 
 // openExecutor does what every use of the sandbox starts with: take the
@@ -307,14 +308,14 @@ func (x *executor) phase(name string) (end func()) {
 	x.tasksDone.Store(0)
 	x.tasksPlanned.Store(0)
 	x.phaseNow.Store(&name)
-	start, procs, waits := time.Now(), x.processes.Load(), x.notWaited.Load()
+	start, procs, waits, children := time.Now(), x.processes.Load(), x.notWaited.Load(), x.children.Load()
 	if x.opts.Progress != nil {
 		x.opts.Progress(Progress{Phase: name})
 	}
 	return func() {
 		if x.opts.PhaseDone != nil {
 			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs),
-				NotWaited: int(x.notWaited.Load() - waits)})
+				NotWaited: int(x.notWaited.Load() - waits), Children: int(x.children.Load() - children)})
 		}
 	}
 }

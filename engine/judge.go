@@ -59,7 +59,7 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 			f.Verdict, f.Reason = VerdictNotProbed, why
 			continue
 		}
-		judge(f, res.calls[p.Index], ladder[p.Ladder])
+		judge(f, res.calls[p.Index], ladder[p.Ladder], runs.apart)
 		if p.receivers == nil {
 			continue
 		}
@@ -120,7 +120,12 @@ func (r *results) importAnswers(p *probe) {
 
 // runCounts are how many runs a scan made: the main ones, and all of them
 // with the extra hash-seed runs of functions that smell.
-type runCounts struct{ main, all int }
+type runCounts struct {
+	main, all int
+	// apart says how many conditions two runs differ in (nil: none do);
+	// a witness compares the two runs that differ in the fewest.
+	apart func(a, b int) int
+}
 
 // of is how many runs call p.
 func (c runCounts) of(p *probe) int {
@@ -132,11 +137,11 @@ func (c runCounts) of(p *probe) int {
 
 // judge compares one function's canonical answers across runs. A witness
 // wins over every other rule: nothing that disagreed can become a look.
-func judge(f *report.Function, rungs [][]outcome, ladder [][]string) {
+func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(a, b int) int) {
 	c := report.RungCounts{Total: len(rungs)}
 	for ri, runs := range rungs {
 		if f.Witness == nil {
-			f.Witness = disagreement(ri, runs, ladder)
+			f.Witness = disagreement(ri, runs, ladder, apart)
 		}
 		has := map[outcomeKind]bool{}
 		reached := map[reach]bool{}
@@ -379,34 +384,49 @@ func inProcess(rungs [][]outcome, ladder [][]string, want func(breaker string) b
 }
 
 // disagreement returns a witness when two runs gave different canonical
-// answers to one rung.
-func disagreement(ri int, runs []outcome, ladder [][]string) *report.Witness {
-	first := -1
-	for run, o := range runs {
-		if o.kind != answered && o.kind != raisedK {
+// answers to one rung: of the pairs that did, the two runs that differ in
+// the fewest conditions (apart; nil counts none), the first in run order
+// among equals. Attribution then has the fewest conditions to flip (a pair
+// apart in the hash seed alone needs one), and a seed still gives one
+// report.
+func disagreement(ri int, runs []outcome, ladder [][]string, apart func(a, b int) int) *report.Witness {
+	best, bestApart := [2]int{-1, -1}, 0
+	for i, a := range runs {
+		if a.kind != answered && a.kind != raisedK {
 			continue
 		}
-		if first < 0 {
-			first = run
-			continue
+		for j := i + 1; j < len(runs); j++ {
+			b := runs[j]
+			if b.kind != answered && b.kind != raisedK || b.value == a.value {
+				continue
+			}
+			d := 0
+			if apart != nil {
+				d = apart(i, j)
+			}
+			if best[0] < 0 || d < bestApart {
+				best, bestApart = [2]int{i, j}, d
+			}
 		}
-		if o.value == runs[first].value {
-			continue
+		if apart == nil && best[0] >= 0 {
+			break
 		}
-		a, b := runs[first], o
-		w := &report.Witness{Rung: ri, Args: []string{}, Answers: []report.Answer{{Run: first, Value: a.value}, {Run: run, Value: b.value}}}
-		if ri < len(ladder) {
-			w.Args = ladder[ri]
-		}
-		fa, fb := a.free, b.free
-		if fa == "" {
-			fa = a.value
-		}
-		if fb == "" {
-			fb = b.value
-		}
-		w.OrderOnly = fa == fb
-		return w
 	}
-	return nil
+	if best[0] < 0 {
+		return nil
+	}
+	a, b := runs[best[0]], runs[best[1]]
+	w := &report.Witness{Rung: ri, Args: []string{}, Answers: []report.Answer{{Run: best[0], Value: a.value}, {Run: best[1], Value: b.value}}}
+	if ri < len(ladder) {
+		w.Args = ladder[ri]
+	}
+	fa, fb := a.free, b.free
+	if fa == "" {
+		fa = a.value
+	}
+	if fb == "" {
+		fb = b.value
+	}
+	w.OrderOnly = fa == fb
+	return w
 }

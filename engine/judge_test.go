@@ -38,7 +38,7 @@ func TestJudge(t *testing.T) {
 		{"contained", [][]outcome{{{kind: timedOut}, {kind: timedOut}}, {{kind: skipped}, {kind: skipped}}}, VerdictLook, "timed out", [2]int{}, "", false, false},
 	} {
 		f := &report.Function{}
-		judge(f, c.rungs, ladder)
+		judge(f, c.rungs, ladder, nil)
 		if f.Verdict != c.verdict || !strings.Contains(f.Reason, c.reason) {
 			t.Errorf("%s: %s (%s), want %s saying %q", c.name, f.Verdict, f.Reason, c.verdict, c.reason)
 			continue
@@ -81,7 +81,7 @@ func TestLookNamesWhatStoppedIt(t *testing.T) {
 		{[][]outcome{{at(e("TypeError"), reachYes, "")}}, "every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (TypeError on 1 in the body;"},
 	} {
 		f := &report.Function{}
-		judge(f, c.rungs, nil)
+		judge(f, c.rungs, nil, nil)
 		if f.Verdict != VerdictLook || !strings.HasPrefix(f.Reason, c.says) {
 			t.Errorf("%s: %q, want it to start %q", f.Verdict, f.Reason, c.says)
 		}

@@ -211,6 +211,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	x.dropPastLimit(sh, rc, &plan, run, res)
+	x.children.Add(int64(stretches(&plan)))
 	if !x.opts.Runtime.Isolated() {
 		plan.ASLimit = x.opts.Limits.MemoryBytes
 		plan.Umask = rc.Umask
@@ -303,6 +304,23 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			}
 		}
 	}
+}
+
+// stretches counts the children a plan's worker forks when no call
+// crashes or hangs: one per run of one module's calls and per segment.
+func stretches(plan *workerPlan) int {
+	cuts := map[int]bool{}
+	for _, c := range plan.Segments {
+		if c < len(plan.Calls) {
+			cuts[c] = true
+		}
+	}
+	for i, c := range plan.Calls {
+		if i == 0 || plan.Functions[c[0]].Module != plan.Functions[plan.Calls[i-1][0]].Module {
+			cuts[i] = true
+		}
+	}
+	return len(cuts)
 }
 
 // pastLimit remembers the rungs that ran past the call limit, by probe

@@ -73,7 +73,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 		return nil, err
 	}
 	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
-	counts := runCounts{main: opts.Runs, all: len(s.runs)}
+	counts := runCounts{main: opts.Runs, all: len(s.runs), apart: s.apart}
 	judgeAll(rep, probes, results, disc.ladder, counts)
 	interrupted := ctx.Err() != nil
 	if !interrupted {

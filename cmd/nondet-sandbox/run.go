@@ -311,7 +311,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 			if c.NotWaited > 0 {
 				waits = fmt.Sprintf(", %d calls past the call limit in an earlier run not waited for again", c.NotWaited)
 			}
-			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, waits)
+			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters, %d children%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, c.Children, waits)
 		}
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)

@@ -2,9 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
@@ -67,7 +68,7 @@ func Reproduction(rep *report.Report, id, root, python string) (string, error) {
 	}
 	var code strings.Builder
 	code.WriteString("import sys\n")
-	for _, m := range sortedKeys(imports) {
+	for _, m := range slices.Sorted(maps.Keys(imports)) {
 		code.WriteString("import " + m + "\n")
 	}
 	fmt.Fprintf(&code, "sys.path.insert(0, %q)\n", importRoot)
@@ -196,13 +197,4 @@ func oneLine(s string) string {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// CallerHashSeed is the caller's PYTHONHASHSEED, if set: it is never
 	// passed on, and the report says it was set.
 	CallerHashSeed string
+	// ProjectRoot, when set, is the folder a report's ids under dir are
+	// relative to (see Filter.Root): replay looks for an id's file there
+	// first.
+	ProjectRoot func(dir string) string
 	// LocationBase is the folder module locations in the report are
 	// relative to (the repository root, or the working directory); none
 	// when empty.

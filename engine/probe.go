@@ -210,7 +210,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests})
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
-	x.dropPastLimit(sh, rc, &plan, run, res)
+	drops := x.dropPastLimit(sh, rc, &plan, run, res)
 	x.children.Add(int64(stretches(&plan)))
 	if !x.opts.Runtime.Isolated() {
 		plan.ASLimit = x.opts.Limits.MemoryBytes
@@ -260,6 +260,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			continue
 		}
 		if rr.done {
+			x.commitDrops(sh, drops, run, res, skip)
 			return
 		}
 		switch {
@@ -286,7 +287,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			} else if out.exit != nil && out.exit.OOMKilled {
 				detail = "exceeded the memory limit and was killed"
 			}
-			rr.sink.lost(between, kind, detail)
+			rr.sink.lost(between, kind, detail, true)
 			skip[plan.Calls[between][0]] = true
 			plan.Start = last + 1
 		default:
@@ -304,6 +305,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			}
 		}
 	}
+	x.commitDrops(sh, drops, run, res, skip)
 }
 
 // stretches counts the children a plan's worker forks when no call
@@ -351,21 +353,23 @@ func (l *pastLimit) known() map[[2]int]string {
 
 // dropPastLimit takes out of a main run's plan the rungs that ran past
 // the call limit in a run before it, and does what waiting for them would
-// have done: the rung ran past the limit (the detail and event the first
-// run wrote, so the report does not say which run waited), the function's
-// later calls in this run are skipped, and the calls after it go on in a
-// fresh process. A hang that every run would meet gives the same report
-// as before, without the wait. Confirmation, attribution and bisection
-// are left alone: they call a witness's rungs, which answered in the
-// witness's run, and must call them as that run did.
-func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *workerPlan, run int, res *results) {
+// have done: the function's later calls in this run are skipped, and the
+// calls after it go on in a fresh process; commitDrops, once the run has
+// gone through, records the rung as past the limit (the detail and event
+// the first run wrote, so the report does not say which run waited). A
+// hang that every run would meet gives the same report as before.
+// Confirmation, attribution and bisection are left alone: they call a
+// witness's rungs, which answered in the witness's run, and must call
+// them as that run did.
+func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *workerPlan, run int, res *results) []drop {
 	if rc.Purpose != "main" && rc.Purpose != "hash-seed" || sh.alone || sh.calls != nil || len(sh.upTo) > 0 {
-		return
+		return nil
 	}
 	known := x.pastLimit.known()
 	if len(known) == 0 {
-		return
+		return nil
 	}
+	var drops []drop
 	cut := map[int]bool{}
 	kept := plan.Calls[:0:0]
 	for _, c := range plan.Calls {
@@ -375,10 +379,8 @@ func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *work
 		case cut[c[0]]:
 			res.calls[p.Index][c[1]][run] = outcome{kind: skipped}
 		case hung:
-			res.calls[p.Index][c[1]][run] = outcome{kind: timedOut, detail: detail}
-			res.event(p.Index, report.Event{Kind: "timeout", Run: run, Rung: c[1], Detail: detail})
+			drops = append(drops, drop{fi: c[0], rung: c[1], detail: detail})
 			cut[c[0]] = true
-			x.notWaited.Add(1)
 			plan.Segments = append(plan.Segments, len(kept))
 		default:
 			kept = append(kept, c)
@@ -387,6 +389,38 @@ func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *work
 	plan.Calls = kept
 	slices.Sort(plan.Segments)
 	plan.Segments = slices.Compact(plan.Segments)
+	return drops
+}
+
+// drop is a rung a run did not call because it ran past the call limit
+// in an earlier run.
+type drop struct {
+	fi, rung int // function in the shard, rung
+	detail   string
+}
+
+// commitDrops records a run's drops once it has gone through: past the
+// limit, unless the function never got that far in this run (its import
+// failed, or an earlier call of it crashed or hung), when it is skipped as
+// waiting would have left it.
+func (x *executor) commitDrops(sh *shard, drops []drop, run int, res *results, skip map[int]bool) {
+	for _, d := range drops {
+		p := sh.Probes[d.fi]
+		o := &res.calls[p.Index][d.rung][run]
+		res.mu.Lock()
+		_, importFailed := res.importErr[p.Module][run]
+		res.mu.Unlock()
+		if o.kind != notRun || importFailed {
+			continue // the import's failure is the run's answer
+		}
+		if skip[d.fi] {
+			o.kind = skipped
+			continue
+		}
+		*o = outcome{kind: timedOut, detail: d.detail}
+		res.event(p.Index, report.Event{Kind: "timeout", Run: run, Rung: d.rung, Detail: d.detail})
+		x.notWaited.Add(1)
+	}
 }
 
 // shardRun is what one attempt of a shard's records does to the scan's
@@ -440,12 +474,16 @@ func (a *shardRun) notCallable(call int, why string) {
 	a.res.mu.Unlock()
 }
 
-func (a *shardRun) lost(call int, kind, detail string) {
+func (a *shardRun) lost(call int, kind, detail string, inCall bool) {
 	p, ri := a.probeOf(call), a.plan.Calls[call][1]
 	o := outcome{kind: crashed, detail: detail}
 	if kind == "timeout" {
 		o.kind = timedOut
-		a.x.pastLimit.add(p.Index, ri, detail)
+		if inCall {
+			// Only a call that ran is known to hang; one charged because
+			// its process ended before it is not.
+			a.x.pastLimit.add(p.Index, ri, detail)
+		}
 	}
 	a.res.calls[p.Index][ri][a.run] = o
 	a.res.event(p.Index, report.Event{Kind: kind, Run: a.run, Rung: ri, Detail: detail})

@@ -76,12 +76,14 @@ type record struct {
 // shardSink is what the record reader's verdicts on records do: a fake in
 // the reader's tests, the scan's results in runShard.
 type shardSink interface {
-	answered(call int, rec record)             // a result for the call in progress
-	importFailed(module int, err string)       // a plan module's import raised
-	notCallable(call int, why string)          // the call's function is not callable
-	lost(call int, kind string, detail string) // the call's process died ("crash") or lied ("tampered")
-	arm(d time.Duration)                       // the watchdog's limit for what runs now
-	kill()                                     // a forger was caught: end the interpreter
+	answered(call int, rec record)       // a result for the call in progress
+	importFailed(module int, err string) // a plan module's import raised
+	notCallable(call int, why string)    // the call's function is not callable
+	// lost: the call's process died ("crash"), ran past the limit
+	// ("timeout") or lied ("tampered"); inCall when the call had started.
+	lost(call int, kind string, detail string, inCall bool)
+	arm(d time.Duration) // the watchdog's limit for what runs now
+	kill()               // a forger was caught: end the interpreter
 }
 
 // recordReader reads one attempt of a shard as a strict state machine
@@ -236,7 +238,7 @@ func (r *recordReader) gone(rec record) bool {
 		if !r.idle() || rec.Module == nil || i < r.next() || i >= len(r.plan.Calls) || r.moduleOf(i) != *rec.Module || r.skip[r.plan.Calls[i][0]] {
 			return false
 		}
-		r.sink.lost(i, kind, detail)
+		r.sink.lost(i, kind, detail, true)
 		r.skip[r.plan.Calls[i][0]] = true
 	case r.module >= 0:
 		if !is(rec.Module, r.module) {
@@ -256,7 +258,7 @@ func (r *recordReader) gone(rec record) bool {
 		}
 		m := *rec.Module
 		if n := r.next(); n < len(r.plan.Calls) && r.moduleOf(n) == m {
-			r.sink.lost(n, kind, "its module's process ended before this call ("+detail+")")
+			r.sink.lost(n, kind, "its module's process ended before this call ("+detail+")", false)
 		}
 		for fi, f := range r.plan.Functions {
 			if f.Module == m {

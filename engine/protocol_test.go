@@ -21,7 +21,7 @@ func (f *fakeSink) importFailed(m int, err string) {
 func (f *fakeSink) notCallable(call int, why string) {
 	f.events = append(f.events, fmt.Sprintf("not-callable %d", call))
 }
-func (f *fakeSink) lost(call int, kind, detail string) {
+func (f *fakeSink) lost(call int, kind, detail string, _ bool) {
 	f.events = append(f.events, fmt.Sprintf("lost %d %s", call, kind))
 }
 func (f *fakeSink) arm(d time.Duration) { f.events = append(f.events, "arm "+d.String()) }

@@ -34,7 +34,7 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 	if w == nil {
 		return nil, f, &usageError{fmt.Sprintf("%s has no witness to replay (its verdict is %s)", f.ID, f.Verdict)}
 	}
-	target, name, err := locate(rep, f.ID, root)
+	target, name, err := locate(rep, f.ID, root, opts.ProjectRoot)
 	if err != nil {
 		return nil, f, err
 	}
@@ -104,10 +104,11 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 
 // locate finds the file of a report's function id from the report's
 // targets, relative to root: the target to probe, and the function's
-// name in it. An id is relative to its project's root, some folder at or
-// above its target (the target's own folder in reports of older
-// versions): the nearest that holds the id's file inside the target.
-func locate(rep *report.Report, id, root string) (Target, string, error) {
+// name in it. An id is relative to its project's root (projectRoot, when
+// set, says which), some folder at or above its target; else, as in
+// reports of older versions, the nearest folder at or above the target
+// that holds the id's file inside the target.
+func locate(rep *report.Report, id, root string, projectRoot func(string) string) (Target, string, error) {
 	file, name, err := checkID(id)
 	if err != nil {
 		return Target{}, "", err
@@ -117,7 +118,19 @@ func locate(rep *report.Report, id, root string) (Target, string, error) {
 		if err != nil {
 			continue
 		}
+		var dirs []string
+		if projectRoot != nil {
+			if r := projectRoot(t.Base); r != "" {
+				dirs = append(dirs, r)
+			}
+		}
 		for dir := t.Base; ; dir = filepath.Dir(dir) {
+			dirs = append(dirs, dir)
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+		for _, dir := range dirs {
 			path := filepath.Join(dir, filepath.FromSlash(file))
 			if path == t.Path || within(path, t.Path) {
 				if _, err := os.Stat(path); err == nil {
@@ -125,9 +138,6 @@ func locate(rep *report.Report, id, root string) (Target, string, error) {
 						return target, name, nil
 					}
 				}
-			}
-			if dir == filepath.Dir(dir) {
-				break
 			}
 		}
 	}

@@ -22,7 +22,9 @@ import (
 // container sets (hostname, uid, CPU set, clock, pid) is named in a
 // comment: replay sets those. Nothing is run; the snippet is for a
 // person to read and paste, and it runs the function unsandboxed.
-func Reproduction(rep *report.Report, id, root, python string) (string, error) {
+// projectRoot, when set, says where ids are relative to (see
+// Options.ProjectRoot).
+func Reproduction(rep *report.Report, id, root, python string, projectRoot func(string) string) (string, error) {
 	f := rep.Function(id)
 	if f == nil {
 		return "", &usageError{fmt.Sprintf("no function %q in the report", id)}
@@ -31,7 +33,7 @@ func Reproduction(rep *report.Report, id, root, python string) (string, error) {
 	if w == nil {
 		return "", &usageError{fmt.Sprintf("%s has no witness to write as Python (its verdict is %s)", f.ID, f.Verdict)}
 	}
-	target, name, err := locate(rep, f.ID, root)
+	target, name, err := locate(rep, f.ID, root, projectRoot)
 	if err != nil {
 		return "", err
 	}

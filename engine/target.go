@@ -121,6 +121,11 @@ type Filter struct {
 	// ignores (as ruff's force-exclude, for hooks that name every staged
 	// file).
 	Force bool
+	// Root, when set, is the folder ids of the files in dir are relative
+	// to (their project's root); a file outside it keeps its target's Base.
+	// Asked per file, so a project inside a directory target keeps its
+	// ids whether the scan named it or a folder above it.
+	Root func(dir string) string
 }
 
 // forcedOut says whether Force leaves out a file named on the command
@@ -263,9 +268,15 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 			return
 		}
 		seen[path+"::"+t.Func] = true
-		rel, _ := filepath.Rel(t.Base, path)
+		base := t.Base
+		if filter.Root != nil && !t.Installed {
+			if r := filter.Root(filepath.Dir(path)); r != "" && within(path, r) {
+				base = r
+			}
+		}
+		rel, _ := filepath.Rel(base, path)
 		root, name := moduleName(path)
-		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func, base: t.Base})
+		out = append(out, sourceFile{Path: path, Rel: filepath.ToSlash(rel), Root: root, Name: name, Func: t.Func, base: base})
 	}
 	gitDirs := map[string]map[string]bool{}
 	for _, t := range targets {

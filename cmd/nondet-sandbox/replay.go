@@ -97,7 +97,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, Unsafe: opts.unsafe,
 		Private: true, Limits: opts.limits(),
-		CacheDir: cacheDir(), Version: version, Notes: stderr,
+		CacheDir: cacheDir(), Version: version, Notes: stderr, ProjectRoot: projectRoots(),
 	}
 	got, f, err := engine.Replay(ctx, eo, rep, id, opts.root)
 	if err != nil {
@@ -122,7 +122,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if opts.snippet {
 		// Only now: Replay has checked that the witness's input is the
 		// one discovery shows today, not whatever the report says.
-		snippet, serr := engine.Reproduction(rep, id, opts.root, opts.python)
+		snippet, serr := engine.Reproduction(rep, id, opts.root, opts.python, projectRoots())
 		if serr != nil {
 			return serr
 		}

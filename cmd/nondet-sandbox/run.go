@@ -222,7 +222,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		pkgs = found.Found
 		targets = append(targets, engine.PackageTargets(pkgs)...)
 	}
-	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: append(slices.Clip(opts.exclude), opts.extendExclude...), Force: opts.forceExclude}
+	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: append(slices.Clip(opts.exclude), opts.extendExclude...), Force: opts.forceExclude, Root: projectRoots()}
 	if filter.Base == "" {
 		filter.Base, _ = os.Getwd()
 	}
@@ -631,19 +631,25 @@ func smellRuns(n int) int {
 // another folder.
 func parseTargets(args []string) ([]engine.Target, error) {
 	var targets []engine.Target
-	wd, _ := os.Getwd()
-	roots := map[string]string{}
+	root := projectRoots()
 	for _, a := range args {
 		t, err := engine.ParseTarget(a)
 		if err != nil {
 			return nil, err
 		}
-		if root := projectRoot(t.Base, wd, roots); root != "" && within(t.Path, root) {
-			t.Base = root
+		if r := root(t.Base); r != "" && within(t.Path, r) {
+			t.Base = r
 		}
 		targets = append(targets, t)
 	}
 	return targets, nil
+}
+
+// projectRoots is projectRoot from the working directory, with a cache.
+func projectRoots() func(dir string) string {
+	wd, _ := os.Getwd()
+	found := map[string]string{}
+	return func(dir string) string { return projectRoot(dir, wd, found) }
 }
 
 // projectRoot is the folder ids under dir are relative to: that of the

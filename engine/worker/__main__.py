@@ -32,6 +32,7 @@ import struct  # noqa: E402,F401
 import threading  # noqa: E402,F401
 import time  # noqa: E402,F401
 import types  # noqa: E402,F401
+import colorsys  # noqa: E402,F401
 import dataclasses  # noqa: E402,F401
 import fcntl  # noqa: E402,F401
 import importlib  # noqa: E402,F401

@@ -10,7 +10,7 @@ import threading
 import types
 
 from .canon import NoCanon, _typename, answer, raised
-from .ladder import rungs_of
+from .ladder import BUILT, _callback, rungs_of
 from .state import ProcessState, _import
 
 
@@ -188,12 +188,15 @@ _FLAT = {list: list, dict: dict, set: set, bytearray: bytearray}
 def _copier(args):
     """The cheapest copy of args that is as deep as copy.deepcopy's: the
     rung itself when immutable; a shallow copy of each list, dict, set or
-    bytearray that holds only immutables (and appears once); deepcopy for
-    anything else."""
+    bytearray that holds only immutables (and appears once); a new one of
+    each value the ladder builds (ladder.BUILT); deepcopy for anything
+    else."""
     if _immutable(args):
         return lambda a: a
     if type(args) is not tuple:
         return copy.deepcopy
+    if any(_built(a) or type(a) is types.ModuleType or a is _callback for a in args):
+        return _copy_built
     seen = set()
     kinds = []
     for a in args:
@@ -207,6 +210,32 @@ def _copier(args):
         seen.add(id(a))
         kinds.append(flat)
     return lambda a: tuple(a[i] if k is None else k(a[i]) for i, k in enumerate(kinds))
+
+
+def _built(a):
+    b = BUILT.get(id(a))
+    return b is not None and b[0] is a
+
+
+def _copy_built(args):
+    """A rung holding a built value, a module or the ladder's function:
+    each built value new, a module itself (it cannot be copied, and a
+    module is one per process anyway), the function itself without what
+    an earlier call set on it (a decorator's mark: its identity is what
+    pickles and echoes of it name), the rest deep-copied together."""
+    memo = {}
+    out = []
+    for a in args:
+        if _built(a):
+            out.append(BUILT[id(a)][1]())
+        elif a is _callback:
+            a.__dict__.clear()
+            out.append(a)
+        elif type(a) is types.ModuleType:
+            out.append(a)
+        else:
+            out.append(copy.deepcopy(a, memo))
+    return tuple(out)
 
 
 def call(target, args, reach=None):
@@ -325,10 +354,10 @@ def _breaker_inputs(base, order_free=()):
     yield None, fresh(base)
     yield "repeat", fresh(base)
     if _has_dict(base):
-        yield "dict-order", _reverse_dicts(copy.deepcopy(base))
+        yield "dict-order", _reverse_dicts(fresh(base))
     for i in order_free:
         if i < len(base) and isinstance(base[i], (list, tuple)) and len(base[i]) > 1:
-            args = copy.deepcopy(base)
+            args = fresh(base)
             yield "order-free", args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
 
 

@@ -108,7 +108,7 @@ def _canon(x, out, path, ctx):
         return
     if t is types.FunctionType:
         # A function is its name: where it lives is the same in every run.
-        out.append("function:" + getattr(x, "__module__", "?") + "." + getattr(x, "__qualname__", "?"))
+        out.append("function:" + str(getattr(x, "__module__", None) or "?") + "." + str(getattr(x, "__qualname__", "?")))
         return
     if isinstance(x, (io.BytesIO, io.StringIO)):
         # A stream is its content and where it has been read to.

@@ -3,9 +3,14 @@ what its parameters' annotations say they take. It lives here and nowhere
 else."""
 
 import ast
+import ast as _ast
+import colorsys as _colorsys
+import dataclasses as _dataclasses
 import datetime as _dt
+import enum as _enum
 import io
 import pathlib
+import types as _types
 
 
 # The ladder: one fixed list of values, documented here and only here.
@@ -149,11 +154,14 @@ ANNOTATION_KINDS = {
 }
 
 
-# Strings of a shape real code parses, tried first for a parameter whose
-# name asks for one (name_kind) and whose annotation says nothing or str:
-# a version parser, a URL splitter, a zone lookup never reach their body
-# with the plain words of the ladder. They come before the whole ladder,
-# so such a parameter has three rungs more.
+# Values of a shape real code takes, tried first for a parameter whose
+# name asks for one (name_kind) and whose annotation says nothing (or str,
+# for the string kinds): a version parser, a URL splitter, a zone lookup,
+# a codec helper, an AST walker, a class decorator never reach their body
+# with the plain values of the ladder. They come before the whole ladder,
+# so such a parameter has as many rungs more. Only names that mean one
+# thing in most code ask: `key`, `data`, `b` or `file` (a path as often
+# as a stream) never do.
 TYPED_VALUES = {
     "version": ["1.2.3", "2.0.0-rc.1", "0.9"],
     "url": ["https://example.org/a/b?q=1#top", "http://localhost:8080/", "example.org/path"],
@@ -162,10 +170,24 @@ TYPED_VALUES = {
     "localename": ["de_DE.UTF-8", "en_US", "C"],
     "isodate": ["2024-02-29", "2024-02-29T13:45:30", "2024-02-29T13:45:30+00:00"],
     "json": ['{"a": 1, "b": [1, 2]}', "[]", '"text"'],
+    "encoding": ["utf-8", "latin-1", "ascii"],
+    "errors": ["strict", "replace", "ignore"],
+    "digest": ["sha256", "md5", "sha1"],
+    "format": ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%s"],
+    "pattern": ["^a", r"(\w+)@(\w+)", "[0-9]+"],
+    "source": ["x = 1\n", "1 + 1", "def f(a):\n    return a\n"],
+    "attr": ["__name__", "__doc__", "real"],
+    "modname": ["json", "os.path", "colorsys"],
+    "timetuple": [(2024, 2, 29, 13, 45, 30, 3, 60, 0)],
 }
+# The kinds whose values are strings: a parameter annotated str still asks
+# for them by its name.
+_STRING_KINDS = {"version", "url", "email", "zone", "localename", "isodate", "json", "encoding", "errors",
+                 "digest", "format", "pattern", "source", "attr", "modname"}
 # Parameter names, whole or as a suffix after "_", and the kind each asks
 # for. A path name gets the path rungs as pathlib.Path objects, unless its
-# annotation says str.
+# annotation says str; the scalar names only put the ladder's values of
+# their type first (no rungs more), so a text and a width meet on a rung.
 _NAMES = {
     "version": "version", "ver": "version",
     "url": "url", "uri": "url", "href": "url", "link": "url", "endpoint": "url",
@@ -174,10 +196,109 @@ _NAMES = {
     "locale": "localename", "lang": "localename", "language": "localename", "localename": "localename",
     "datestr": "isodate", "datestring": "isodate", "timestr": "isodate", "iso": "isodate", "isoformat": "isodate",
     "when": "isodate", "since": "isodate", "until": "isodate", "timestamp": "isodate",
+    "date_string": "isodate", "date_str": "isodate", "time_string": "isodate",
     "json": "json", "payload": "json",
     "path": "path", "filename": "path", "filepath": "path", "fname": "path", "pathname": "path",
     "dirname": "path", "directory": "path", "dir": "path", "folder": "path",
+    "encoding": "encoding", "charset": "encoding", "codec": "encoding",
+    "errors": "errors",
+    "digest": "digest", "digestmod": "digest", "algorithm": "digest", "algo": "digest", "hash_name": "digest",
+    "fmt": "format", "format": "format", "datefmt": "format", "format_string": "format", "format_str": "format",
+    "pattern": "pattern", "regex": "pattern", "regexp": "pattern", "pat": "pattern",
+    "source": "source", "statement": "source", "stmt": "source", "expr": "source", "expression": "source",
+    "attr": "attr", "attribute": "attr", "attrname": "attr", "attr_name": "attr",
+    "module": "module", "mod": "module", "modname": "modname", "module_name": "modname", "mod_name": "modname",
+    "timetuple": "timetuple", "tt": "timetuple", "time_tuple": "timetuple",
+    "f": "stream", "fp": "stream", "fh": "stream", "fileobj": "stream", "fobj": "stream", "stream": "stream",
+    "readline": "readline",
+    "func": "callable", "function": "callable", "fn": "callable", "callback": "callable", "cb": "callable",
+    "predicate": "callable", "pred": "callable",
+    "cls": "class", "klass": "class", "class_": "class", "typ": "class",
+    "obj": "object", "object": "object", "ob": "object", "instance": "object",
+    "node": "node", "tree": "node",
+    "n": "int", "num": "int", "count": "int", "width": "int", "size": "int", "length": "int", "index": "int",
+    "idx": "int", "pos": "int", "lineno": "int", "level": "int", "depth": "int", "limit": "int",
+    "text": "str", "string": "str", "s": "str", "word": "str", "msg": "str", "message": "str",
+    "title": "str", "label": "str", "prefix": "str", "suffix": "str", "sep": "str", "name": "str",
+    "globals": "dict", "locals": "dict", "globalns": "dict", "localns": "dict", "mapping": "dict", "ns": "dict",
+    "items": "list", "seq": "list", "sequence": "list", "iterable": "list", "values": "list", "elements": "list",
 }
+
+
+# Values no literal is: a module, classes, an instance, a function with
+# its source, syntax trees, a readline. A class, a tree, an instance or a
+# function is built anew for every call (BUILT: fresh() calls its builder),
+# so a call that changes one (a class decorator, setattr, a visitor) changes
+# no later call's input; each is named in __main__, as the ladder's other
+# values, and its repr holds no address.
+def _color():
+    return _enum.Enum("Color", [("RED", 1), ("GREEN", 2)], module="__main__", qualname="Color")
+
+
+def _point_class():
+    cls = _dataclasses.make_dataclass("Point", [("x", int, 1), ("y", int, 2)])
+    cls.__module__ = "__main__"
+    return cls
+
+
+def _plain():
+    def area(self):
+        return self.size * self.size
+    area.__qualname__ = "Plain.area"
+    area.__module__ = "__main__"
+    return type("Plain", (), {"__module__": "__main__", "__doc__": "A plain class.", "size": 3, "area": area})
+
+
+def _point():
+    return _point_class()(1, 2)
+
+
+def _with_source():
+    f = _colorsys.rgb_to_hsv
+    g = _types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    g.__qualname__, g.__module__, g.__doc__ = f.__qualname__, f.__module__, f.__doc__
+    return g
+
+
+def _trees():
+    return [_ast.parse('"""Doc."""\nx = 1\n'), _ast.parse("def f(a):\n    return a\n"),
+            _ast.Name(id="x", ctx=_ast.Load())]
+
+
+class _Readline:
+    """A file's readline over fixed lines: what tokenizers take."""
+
+    def __init__(self, lines):
+        self.lines, self.pos = list(lines), 0
+
+    def __call__(self):
+        if self.pos >= len(self.lines):
+            return self.lines[0][:0]
+        self.pos += 1
+        return self.lines[self.pos - 1]
+
+    def __repr__(self):
+        return "readline(%r)" % (self.lines,)
+
+
+_Readline.__module__ = "__main__"
+BUILT = {}
+
+
+def _built(build):
+    value = build()
+    BUILT[id(value)] = (value, build)
+    return value
+
+
+TYPED_VALUES.update({
+    "module": ["json", "os.path", _colorsys],
+    "class": [_built(_color), _built(_point_class), _built(_plain)],
+    "object": [_built(_with_source), _built(_point), _colorsys],
+    "node": [_built(lambda i=i: _trees()[i]) for i in range(3)],
+    "readline": [_built(lambda: _Readline([b"x = 1\n", b"y = 2\n"])), _built(lambda: _Readline(["x = 1\n", "y = 2\n"]))],
+    "stream": [_built(lambda: _BytesStream(bytes(8)))],
+})
 
 
 def name_kind(name, annotated=""):
@@ -188,22 +309,35 @@ def name_kind(name, annotated=""):
         return annotated
     low = name.lower().lstrip("_")
     kind = _NAMES.get(low) or _NAMES.get(low.rsplit("_", 1)[-1])
-    if kind is None or (annotated == "str" and kind == "path"):
+    if kind is None or (annotated == "str" and kind not in _STRING_KINDS):
         return annotated
     return kind
 
 
 def _column(kind):
-    if kind in TYPED_VALUES:
-        return TYPED_VALUES[kind] + LADDER
+    typed = TYPED_VALUES.get(kind, [])
     if kind == "path":
         rest = [v for v in LADDER if not (type(v) is str and v in _PATHS)]
         return [pathlib.Path(p) for p in _PATHS] + rest
     test = KIND_VALUES.get(kind)
     if test is None:
-        return LADDER
+        return typed + LADDER
     first = [v for v in LADDER if test(v)]
-    return first + [v for v in LADDER if not test(v)]
+    rest = [v for v in LADDER if not test(v)]
+    if kind == "int":
+        first, rest = [v for v in first if not _huge(v)], rest + [v for v in first if _huge(v)]
+    return typed + first + rest
+
+
+def _huge(v):
+    return type(v) is int and abs(v) > 2 ** 32
+
+
+# Where a parameter's kind reorders its column, the huge int of the other
+# columns goes last: it then meets the ladder's last values, not a real
+# container a reordered column put beside it (divide(2**70, [3, 1, 2])
+# only runs into the call limit).
+_TAME = [v for v in LADDER if not _huge(v)] + [v for v in LADDER if _huge(v)]
 
 
 def rungs(arity, kinds=None):
@@ -212,7 +346,7 @@ def rungs(arity, kinds=None):
     if arity == 0:
         return [()]
     kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
-    cols = [_column(k) for k in kinds]
+    cols = [_column(k) if k or not any(kinds) else _TAME for k in kinds]
     n = max(len(c) for c in cols)
     return [tuple(c[j % len(c)] for c in cols) for j in range(n)] + MIXED.get(arity, [])
 

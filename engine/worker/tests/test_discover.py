@@ -21,7 +21,7 @@ class Discovery(unittest.TestCase):
         rec = self.describe(
             "import abc, enum, dataclasses\n"
             "class Plain:\n"
-            "    def __init__(self, name: str, n): pass\n"
+            "    def __init__(self, name: str, x): pass\n"
             "    def m(self, x: int): return x\n"
             "    @classmethod\n    def c(cls, y): return y\n"
             "    @staticmethod\n    def s(a, b): return a\n"

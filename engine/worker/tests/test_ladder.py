@@ -81,3 +81,77 @@ class NamedKinds(unittest.TestCase):
         self.assertEqual([a for a, in r[3:]], ladder.LADDER)
         # Receivers of a constructor taking a zone: the first three zones.
         self.assertEqual(ladder.receivers(1, ["zone"]), [("Europe/Berlin",), ("America/New_York",), ("UTC",)])
+
+    def test_names_that_mean_one_thing_ask_for_their_values(self):
+        self.assertEqual(ladder.name_kind("encoding"), "encoding")
+        self.assertEqual(ladder.name_kind("errors", "str"), "errors")  # a string kind: str asks too
+        self.assertEqual(ladder.name_kind("cls"), "class")
+        self.assertEqual(ladder.name_kind("cls", "str"), "str")  # not a string kind: the annotation wins
+        self.assertEqual(ladder.name_kind("fp"), "stream")
+        self.assertEqual(ladder.name_kind("max_width"), "int")
+        for never in ("key", "data", "b", "value", "file"):
+            self.assertEqual(ladder.name_kind(never), "", never)
+        r = ladder.rungs(2, ["str", "int"])
+        self.assertEqual(len(r), len(ladder.LADDER) + len(ladder.MIXED[2]))  # scalars only reorder
+        self.assertEqual(r[0], ("", 0))
+
+    def test_built_values_are_new_for_every_call(self):
+        # A class decorator that changes its class, a visitor that changes
+        # its tree: the next call gets the value as the ladder built it.
+        from .. import calls
+
+        for kind in ("class", "object", "node", "readline", "stream"):
+            for v in ladder.TYPED_VALUES[kind]:
+                if isinstance(v, ladder._types.ModuleType):
+                    continue
+                rung = (v, 1)
+                a, b = calls.fresh(rung), calls.fresh(rung)
+                self.assertIsNot(a[0], b[0], kind)
+                self.assertIsNot(a[0], v, kind)
+                self.assertEqual(canon.display(a), canon.display((v, 1)), kind)
+        color = ladder.TYPED_VALUES["class"][0]
+        first = calls.fresh((color,))[0]
+        first.extra = 1
+        self.assertFalse(hasattr(calls.fresh((color,))[0], "extra"))
+        module = ladder.TYPED_VALUES["module"][2]
+        self.assertIs(calls.fresh((module, [1]))[0], module)  # one per process: itself
+
+    def test_built_values_are_shown_without_an_address(self):
+        for kind in ("class", "object", "node", "readline", "module"):
+            for v in ladder.TYPED_VALUES[kind]:
+                shown = canon.display((v,))[0]
+                self.assertNotRegex(shown, "0x[0-9a-f]{4,}", kind)
+                self.assertNotIn(str(id(v)), shown, kind)
+        self.assertEqual(canon.display(tuple(ladder.TYPED_VALUES["class"])),
+                         ["class:__main__.Color", "class:__main__.Point", "class:__main__.Plain"])
+
+    def test_a_function_with_no_module_has_a_canonical_form(self):
+        def f():
+            pass
+        f.__module__ = None
+        self.assertTrue(canon.canon_text(f)[0].startswith("function:?."))
+
+    def test_the_ladders_function_forgets_what_a_call_set_on_it(self):
+        from .. import calls
+
+        f = calls.fresh((ladder._callback,))[0]
+        self.assertIs(f, ladder._callback)
+        f.marked = True
+        self.assertFalse(hasattr(calls.fresh((ladder._callback,))[0], "marked"))
+
+    def test_a_date_string_and_its_format_meet(self):
+        # A parser taking (date_string, format) gets matching pairs.
+        r = ladder.rungs(2, [ladder.name_kind("date_string"), ladder.name_kind("format")])
+        import datetime
+        self.assertEqual(datetime.datetime.strptime(*r[0]), datetime.datetime(2024, 2, 29))
+        self.assertEqual(datetime.datetime.strptime(*r[1]), datetime.datetime(2024, 2, 29, 13, 45, 30))
+
+    def test_a_count_meets_a_container_with_a_small_number(self):
+        # (n, iterable), (iterable, r): the huge int never meets a real
+        # container that a kind put beside it.
+        for kinds in (["int", "list"], ["list", ""], ["", "list"], ["int", ""]):
+            for r in ladder.rungs(2, kinds):
+                if 2 ** 70 in r:
+                    self.assertFalse(any(isinstance(a, (list, tuple, dict)) for a in r), (kinds, r))
+        self.assertEqual(ladder.rungs(2, [])[3], (2 ** 70, 2 ** 70))  # no kind: the ladder as it is
+        self.assertEqual(ladder.rungs(1, ["int"])[-1], (2 ** 70,))

@@ -13,7 +13,7 @@ TAGS    ?= seccomp
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 BIN     := bin/nondet-sandbox
 
-.PHONY: demo test test-unit build deps corpus test-deps runsc docker image kubernetes bench
+.PHONY: demo test test-unit build deps corpus test-deps runsc docker image kubernetes bench bench-env
 
 deps:
 	@scripts/deps
@@ -65,3 +65,7 @@ test: deps corpus test-deps runsc image kubernetes
 
 bench: build
 	$(BIN) bench --python $(PYTHON) --runtimes host,embedded,oci,docker fixtures/known.py
+
+# The environment audit of docs/benchmark.md (scripts/bench-env-audit).
+bench-env: build
+	BIN=$(BIN) PYTHON=$(PYTHON) scripts/bench-env-audit

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,6 +53,57 @@ type executor struct {
 	pastLimit pastLimit
 	notWaited atomic.Int64
 	children  atomic.Int64 // the worker children the plans asked for
+	spentMu   sync.Mutex
+	spent     Spent                    // where the interpreters' time went, since the scan began
+	funcTime  map[string]*FunctionTime // the phase's calls that answered, per function
+}
+
+// timeCall adds one answered call's time to its function's in the phase.
+func (x *executor) timeCall(p *probe, d time.Duration) {
+	x.spentMu.Lock()
+	defer x.spentMu.Unlock()
+	if x.funcTime == nil {
+		x.funcTime = map[string]*FunctionTime{}
+	}
+	t := x.funcTime[p.ID]
+	if t == nil {
+		t = &FunctionTime{ID: p.ID}
+		x.funcTime[p.ID] = t
+	}
+	t.Calls++
+	t.Time += d
+}
+
+// slowest takes the phase's five slowest functions, and starts counting
+// the next phase's.
+func (x *executor) slowest() []FunctionTime {
+	x.spentMu.Lock()
+	defer x.spentMu.Unlock()
+	var out []FunctionTime
+	for _, t := range x.funcTime {
+		out = append(out, *t)
+	}
+	x.funcTime = nil
+	slices.SortFunc(out, func(a, b FunctionTime) int {
+		if c := cmp.Compare(b.Time, a.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(len(out), 5)]
+}
+
+// addSpent adds one interpreter's time to the scan's.
+func (x *executor) addSpent(s Spent) {
+	x.spentMu.Lock()
+	x.spent.Add(s)
+	x.spentMu.Unlock()
+}
+
+func (x *executor) spentSoFar() Spent {
+	x.spentMu.Lock()
+	defer x.spentMu.Unlock()
+	return x.spent
 }
 
 // openExecutor does what every use of the sandbox starts with: take the
@@ -308,14 +360,18 @@ func (x *executor) phase(name string) (end func()) {
 	x.tasksDone.Store(0)
 	x.tasksPlanned.Store(0)
 	x.phaseNow.Store(&name)
-	start, procs, waits, children := time.Now(), x.processes.Load(), x.notWaited.Load(), x.children.Load()
+	start, procs, waits, children, spent := time.Now(), x.processes.Load(), x.notWaited.Load(), x.children.Load(), x.spentSoFar()
+	x.slowest() // what an earlier phase left
 	if x.opts.Progress != nil {
 		x.opts.Progress(Progress{Phase: name})
 	}
 	return func() {
 		if x.opts.PhaseDone != nil {
+			now := x.spentSoFar()
+			d := Spent{Start: now.Start - spent.Start, Imports: now.Imports - spent.Imports, Calls: now.Calls - spent.Calls,
+				Hangs: now.Hangs - spent.Hangs, Other: now.Other - spent.Other}
 			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs),
-				NotWaited: int(x.notWaited.Load() - waits), Children: int(x.children.Load() - children)})
+				NotWaited: int(x.notWaited.Load() - waits), Children: int(x.children.Load() - children), Spent: d, Slowest: x.slowest()})
 		}
 	}
 }

@@ -146,4 +146,41 @@ type PhaseCost struct {
 	// (one per stretch of a module's calls), restarts after a crash or a
 	// hang not included.
 	Children int
+	// Spent is where the phase's interpreters spent their time.
+	Spent Spent
+	// Slowest are the functions whose calls that answered took longest
+	// in the phase, most first (five at most).
+	Slowest []FunctionTime
+}
+
+// FunctionTime is how long one function's calls took in a phase.
+type FunctionTime struct {
+	ID    string
+	Calls int
+	Time  time.Duration
+}
+
+// Spent is where interpreters' time went, summed over all of them (so
+// it exceeds the wall time when several ran at once).
+type Spent struct {
+	// Start: from starting the sandbox to the worker's first record (the
+	// container, the interpreter, the worker's own imports).
+	Start time.Duration
+	// Imports and Calls: the scanned modules' imports and the calls that
+	// answered, as the worker measured them.
+	Imports, Calls time.Duration
+	// Hangs: the calls and imports that ran past their limit.
+	Hangs time.Duration
+	// Other: the rest of the interpreters' lives: the worker's forks of
+	// its children, its relay of their records, the exit.
+	Other time.Duration
+}
+
+// Add adds o to s.
+func (s *Spent) Add(o Spent) {
+	s.Start += o.Start
+	s.Other += o.Other
+	s.Imports += o.Imports
+	s.Calls += o.Calls
+	s.Hangs += o.Hangs
 }

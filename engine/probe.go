@@ -231,6 +231,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 		sink := &shardRun{x: x, sh: sh, plan: &plan, run: run, res: res, modOf: modOf, wd: wd}
 		rr := newRecordReader(&plan, skip, sink, x.opts.CallTimeout+backstop, importTimeout+backstop)
 		out, err := x.runJob(ctx, fmt.Sprintf("s%d-%s", sh.ID, runLabel(rc)), rc, "probe", &plan, importTimeout, rr.handle, wd)
+		x.addSpent(rr.ended())
 		if ctx.Err() != nil {
 			// Interrupted: the kill was ours, not the code's. What was
 			// answered before it stands; nothing is charged to a call,
@@ -458,6 +459,7 @@ func (a *shardRun) answered(call int, rec record) {
 	}
 	p := a.probeOf(call)
 	a.res.calls[p.Index][ri][a.run] = o
+	x.timeCall(p, rec.took)
 	if rec.Threads > 0 {
 		a.res.event(p.Index, report.Event{Kind: "thread", Run: a.run, Rung: ri,
 			Detail: fmt.Sprintf("left %d non-daemon thread(s) running", rec.Threads)})

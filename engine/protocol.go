@@ -15,9 +15,9 @@ import (
 //	                  code                           (a hash-checked pyc, base64) when asked
 //	posture posture   cap_* seccomp uid …            what a probe sees of its sandbox
 //	is      probe     m                              importing plan module m starts
-//	id      probe     m                              module m imported
-//	if      probe     m err                          module m's import raised err
-//	r       probe     i v o x th b v2 rb sx          call i's answer: v canonical, o with sets
+//	id      probe     m us                           module m imported, in us microseconds
+//	if      probe     m err us                       module m's import raised err
+//	r       probe     i v o x th b v2 rb sx us       call i's answer: v canonical, o with sets
 //	                                                 sorted, x why it has no canonical form,
 //	                                                 th threads left running, b the breaker that
 //	                                                 fired and v2 its second answer, rb 1 when
@@ -26,7 +26,8 @@ import (
 //	                                                 trace a sandbox may have left on what it
 //	                                                 raised (erofs, net, enoent:PATH); a method
 //	                                                 whose receiver's constructor raised answers
-//	                                                 v "E:<Type> (constructor)"
+//	                                                 v "E:<Type> (constructor)"; us the
+//	                                                 microseconds it took, breakers included
 //	nc      probe     i why                          call i's function is not callable
 //	gone    probe     m i why t to                   module m's process died (t: was ended for
 //	                                                 writing what it may not; to: ran past its
@@ -71,6 +72,9 @@ type record struct {
 	Sandbox   string     `json:"sx"`
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
+	Micros    int64      `json:"us"`
+
+	took time.Duration // since the record before it (charge)
 }
 
 // shardSink is what the record reader's verdicts on records do: a fake in
@@ -108,11 +112,19 @@ type recordReader struct {
 	failedMods map[int]bool
 	recorded   []int // calls answered in this attempt
 	forged     int   // the call during which forged records began, or -1
+
+	// spent is where the interpreter's time went, charged as records
+	// arrive (at: when the interpreter started; seen: whether a record
+	// has arrived).
+	spent Spent
+	at    time.Time
+	seen  bool
+	now   func() time.Time
 }
 
 func newRecordReader(plan *workerPlan, skip map[int]bool, sink shardSink, callTimeout, importTimeout time.Duration) *recordReader {
 	return &recordReader{plan: plan, skip: skip, sink: sink, callTimeout: callTimeout, importTimeout: importTimeout,
-		module: -1, stretch: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}}
+		module: -1, stretch: -1, last: plan.Start - 1, forged: -1, failedMods: map[int]bool{}, at: time.Now(), now: time.Now}
 }
 
 func (r *recordReader) moduleOf(call int) int { return r.plan.Functions[r.plan.Calls[call][0]].Module }
@@ -141,6 +153,7 @@ func (r *recordReader) handle(line []byte) {
 	if r.forged >= 0 {
 		return
 	}
+	r.charge(&rec)
 	ok := false
 	switch rec.Kind {
 	case kindResult:
@@ -159,6 +172,47 @@ func (r *recordReader) handle(line []byte) {
 	if !ok {
 		r.anomaly(rec)
 	}
+}
+
+// charge adds what a record says of time: the first record ends the
+// interpreter's start; an import's end and a call's answer say what they
+// took, as the worker measured them (its records come in batches, so
+// when they arrive says little); a gone that ran past a limit took it.
+func (r *recordReader) charge(rec *record) {
+	if !r.seen {
+		r.seen = true
+		r.spent.Start += r.now().Sub(r.at)
+	}
+	took := time.Duration(max(rec.Micros, 0)) * time.Microsecond
+	switch rec.Kind {
+	case kindResult:
+		rec.took = took
+		r.spent.Calls += took
+	case kindImported, kindImportFailed:
+		r.spent.Imports += took
+	case kindGone:
+		if !rec.TimedOut {
+			break
+		}
+		limit := r.plan.CallTimeout
+		if !r.idle() {
+			limit = r.plan.ImportTimeout
+		}
+		r.spent.Hangs += time.Duration(limit * float64(time.Second))
+	}
+}
+
+// ended is where the interpreter's time went, once it has ended: what
+// the records did not say (forks, the worker's relay and checks, a hang
+// the watchdog ended, the exit) is Other.
+func (r *recordReader) ended() Spent {
+	s := r.spent
+	total := r.now().Sub(r.at)
+	if !r.seen {
+		s.Start = total
+	}
+	s.Other = max(0, total-s.Start-s.Imports-s.Calls-s.Hangs)
+	return s
 }
 
 // inTurn is whether a record is about the next planned call, with no

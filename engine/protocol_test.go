@@ -164,3 +164,65 @@ func TestRecordReaderBetweenCalls(t *testing.T) {
 		t.Errorf("before any module: charge %d, want none", got)
 	}
 }
+
+// TestRecordReaderChargesTime: the first record ends the interpreter's
+// start; imports and calls take what the worker measured (us), whenever
+// their records arrive; a call past the limit takes the limit; the rest
+// of the interpreter's life is Other.
+func TestRecordReaderChargesTime(t *testing.T) {
+	clock := time.Unix(0, 0)
+	sink := &tookSink{}
+	plan := twoModules()
+	plan.CallTimeout, plan.ImportTimeout = 1, 30
+	r := newRecordReader(plan, map[int]bool{}, sink, time.Second, 3*time.Second)
+	r.at = clock
+	r.now = func() time.Time { return clock }
+	for _, s := range []struct {
+		d    time.Duration
+		line string
+	}{
+		{100 * time.Millisecond, `{"n":"N","k":"is","m":0}`},
+		{20 * time.Millisecond, `{"n":"N","k":"id","m":0,"us":15000}`},
+		{0, `{"n":"N","k":"r","i":0,"v":"V:1","us":3000}`}, // a batch: both at once
+		{9 * time.Millisecond, `{"n":"N","k":"r","i":1,"v":"V:2","us":5000}`},
+		{7 * time.Millisecond, `{"n":"N","k":"is","m":1}`},
+		{11 * time.Millisecond, `{"n":"N","k":"if","m":1,"err":"E:ValueError","us":-4}`}, // no negative time
+		{time.Second, `{"n":"N","k":"done"}`},
+	} {
+		clock = clock.Add(s.d)
+		r.handle([]byte(s.line))
+	}
+	if want := []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}; !slices.Equal(sink.took, want) {
+		t.Errorf("answers took %v, want %v", sink.took, want)
+	}
+	clock = clock.Add(53 * time.Millisecond)
+	got := r.ended()
+	want := Spent{Start: 100 * time.Millisecond, Imports: 15 * time.Millisecond, Calls: 8 * time.Millisecond,
+		Other: 1200*time.Millisecond - 123*time.Millisecond}
+	if got != want {
+		t.Errorf("spent %+v, want %+v", got, want)
+	}
+
+	// A call that ran past the limit takes the limit; an interpreter that
+	// never wrote was starting all along.
+	r = newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	r.plan.CallTimeout = 1
+	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"gone","i":0,"m":0,"to":true,"why":"ran past"}`)
+	if got := r.ended().Hangs; got != time.Second {
+		t.Errorf("a call past the 1s limit took %s", got)
+	}
+	r = newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	start := time.Unix(0, 0)
+	r.at, r.now = start, func() time.Time { return start.Add(2 * time.Second) }
+	if got := r.ended(); got != (Spent{Start: 2 * time.Second}) {
+		t.Errorf("silent interpreter: spent %+v", got)
+	}
+}
+
+// tookSink keeps how long each answered call took.
+type tookSink struct {
+	fakeSink
+	took []time.Duration
+}
+
+func (s *tookSink) answered(call int, rec record) { s.took = append(s.took, rec.took) }

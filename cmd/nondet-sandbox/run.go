@@ -90,7 +90,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took, where its interpreters' time went and which functions were slowest")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this `GLOB` (src/**/*.py; repeatable)")
 	fs.StringSliceVar(&o.ignoreCauses, "ignore", nil, "a `CAUSE` whose findings do not fail the scan (hash-seed, home, ...; comma-separated or repeated); they are reported, as ignored")
 	fs.StringSliceVar(&o.selectCauses, "select", nil, "only findings with one of these causes fail the scan (`CAUSE`, comma-separated or repeated); the rest are reported, as ignored")
@@ -312,6 +312,18 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 				waits = fmt.Sprintf(", %d calls past the call limit in an earlier run not waited for again", c.NotWaited)
 			}
 			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters, %d children%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, c.Children, waits)
+			if s := c.Spent; s != (engine.Spent{}) {
+				r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+				fmt.Fprintf(stderr, "nondet-sandbox: %s: interpreter time %s starting, %s importing, %s in calls, %s in calls past the limit, %s forking, relaying and exiting\n",
+					c.Phase, r(s.Start), r(s.Imports), r(s.Calls), r(s.Hangs), r(s.Other))
+			}
+			if len(c.Slowest) > 0 {
+				var parts []string
+				for _, f := range c.Slowest {
+					parts = append(parts, fmt.Sprintf("%s %s (%d calls)", f.ID, f.Time.Round(10*time.Millisecond), f.Calls))
+				}
+				fmt.Fprintf(stderr, "nondet-sandbox: %s: slowest: %s\n", c.Phase, strings.Join(parts, ", "))
+			}
 		}
 	}
 	rep, err := engine.ScanSources(ctx, eo, src)

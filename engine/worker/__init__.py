@@ -35,9 +35,9 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               when asked
   posture  posture   cap_* seccomp uid ...    what a probe sees of its sandbox
   is       probe     m                        importing plan module m starts
-  id       probe     m                        module m imported
-  if       probe     m err                    module m's import raised err
-  r        probe     i v o x th b v2 rb sx    call i's answer: v canonical, o with sets
+  id       probe     m us                     module m imported, in us microseconds
+  if       probe     m err us                 module m's import raised err
+  r        probe     i v o x th b v2 rb sx us call i's answer: v canonical, o with sets
                                               sorted, x why it has no canonical form,
                                               th threads left running, b the breaker
                                               that fired and v2 its second answer, rb
@@ -47,7 +47,8 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               sandbox may have left on what it raised
                                               (calls.sandbox_trace). A method whose
                                               receiver's constructor raised answers
-                                              v "E:<Type> (constructor)"
+                                              v "E:<Type> (constructor)"; us the
+                                              microseconds it took, breakers included
   nc       probe     i why                    call i's function is not callable
   gone     probe     m i why t to             module m's process died (t: was ended for
                                               writing what it may not; to: ran past its

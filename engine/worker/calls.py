@@ -8,6 +8,7 @@ import pathlib
 import socket
 import threading
 import types
+from time import perf_counter as _clock  # bound now: scanned code may replace time's
 
 from .canon import NoCanon, _typename, answer, raised
 from .ladder import BUILT, _callback, rungs_of
@@ -33,15 +34,17 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         mi = fn["module"]
         if mi not in loaded:
             ch.step({"k": "is", "m": mi})
+            t0 = _clock()
             loaded[mi] = _import(modules[mi])
+            us = int((_clock() - t0) * 1e6)
             state.after_import()
             state.restore()
             if isinstance(loaded[mi], str):
-                ch.step({"k": "if", "m": mi, "err": loaded[mi]})
+                ch.step({"k": "if", "m": mi, "err": loaded[mi], "us": us})
             else:
                 # Acknowledged too: a function that kills the parent must
                 # not leave the engine believing the import still runs.
-                ch.step({"k": "id", "m": mi})
+                ch.step({"k": "id", "m": mi, "us": us})
         mod = loaded[mi]
         if isinstance(mod, str):
             continue
@@ -69,7 +72,9 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}
         reach = []
+        t0 = _clock()
         v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
+        rec["us"] = int((_clock() - t0) * 1e6)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0
         if len(reach) > 1 and reach[1]:

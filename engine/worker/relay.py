@@ -13,9 +13,9 @@ from .channel import MARK_POLL
 # What a child may say, and the type of each field it may set. The parent
 # passes on exactly these fields.
 _CHILD_FIELDS = {
-    "is": {"m": int}, "id": {"m": int}, "if": {"m": int, "err": str},
+    "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
     "nc": {"i": int, "why": str},
-    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "us": int},
     "end": {},
 }
 MAX_RECORD = 1 << 20

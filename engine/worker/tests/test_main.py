@@ -115,6 +115,11 @@ class Entry(unittest.TestCase):
         answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
         self.assertEqual(answers, {0: "V:canon.T:T", 1: 'V:["probe",[None,None,None],True]'}, (recs, err))
         self.assertEqual(recs[-1]["k"], "done")
+        # Each import and each answer says how long it took, in microseconds.
+        for r in recs:
+            if r["k"] in ("r", "id"):
+                self.assertIsInstance(r.get("us"), int, r)
+                self.assertGreaterEqual(r["us"], 0, r)
 
 
 if __name__ == "__main__":

@@ -146,12 +146,15 @@ var (
 	typedDisplay = regexp.MustCompile(`^([A-Za-z_][\w.]*)\.([A-Za-z_]\w*):(.*)$`)
 	setDisplay   = regexp.MustCompile(`^(frozenset|set)\[(.*)\]$`)
 	streamPos0   = regexp.MustCompile(`^(io\.(?:BytesIO|StringIO))\((.*), pos=0\)$`)
+	// What the ladder builds and no literal is: function:, class: and
+	// module: names, an instance by its attributes (Point(...), ast.Name{...}).
+	opaqueDisplay = regexp.MustCompile(`^[A-Za-z_][\w.]*[:({]`)
 )
 
 // pythonExpr turns an argument as a report shows it (the worker's
 // display: literals, "module.Type:repr", "set[...]", streams) back into
 // Python, noting the modules it needs; false for what has no such form
-// (the ladder's callback).
+// (the ladder's callback, classes, modules and instances it builds).
 func pythonExpr(display string, imports map[string]bool) (string, bool) {
 	switch display {
 	case "nan", "inf", "-inf":
@@ -185,7 +188,7 @@ func pythonExpr(display string, imports map[string]bool) (string, bool) {
 		}
 		return repr, true
 	}
-	if strings.HasPrefix(display, "function:") || strings.Contains(display, " at 0x") {
+	if opaqueDisplay.MatchString(display) || strings.Contains(display, " at 0x") {
 		return "", false
 	}
 	return display, true

@@ -232,7 +232,10 @@ def _copy_built(args):
     out = []
     for a in args:
         if _built(a):
-            out.append(BUILT[id(a)][1]())
+            try:
+                out.append(BUILT[id(a)][1]())
+            except Exception:  # an earlier call broke what it builds with
+                out.append(a)
         elif a is _callback:
             a.__dict__.clear()
             out.append(a)

@@ -8,6 +8,7 @@ import colorsys as _colorsys
 import dataclasses as _dataclasses
 import datetime as _dt
 import enum as _enum
+import importlib.util
 import io
 import pathlib
 import types as _types
@@ -226,17 +227,27 @@ _NAMES = {
 
 
 # Values no literal is: a module, classes, an instance, a function with
-# its source, syntax trees, a readline. A class, a tree, an instance or a
-# function is built anew for every call (BUILT: fresh() calls its builder),
-# so a call that changes one (a class decorator, setattr, a visitor) changes
-# no later call's input; each is named in __main__, as the ladder's other
-# values, and its repr holds no address.
+# its source, syntax trees, a readline. Each is built anew for every call
+# (BUILT: fresh() calls its builder), so a call that changes one (a class
+# decorator, setattr, a visitor, a module's attribute) changes no later
+# call's input; the builders hold what they use from the start (a call may
+# change the modules they come from). Each is named as if in __main__, as
+# the ladder's other values (not bound there: pickling one fails alike in
+# every run), and its repr holds no address.
+_Enum, _make_dataclass, _FunctionType, _type = _enum.Enum, _dataclasses.make_dataclass, _types.FunctionType, type
+_RGB_TO_HSV = _colorsys.rgb_to_hsv
+_GLOBALS = dict(_colorsys.__dict__)
+_COLORSYS = _colorsys.__file__
+_module_from_spec, _spec_from_file_location = importlib.util.module_from_spec, importlib.util.spec_from_file_location
+_parse, _Name, _Load = _ast.parse, _ast.Name, _ast.Load
+
+
 def _color():
-    return _enum.Enum("Color", [("RED", 1), ("GREEN", 2)], module="__main__", qualname="Color")
+    return _Enum("Color", [("RED", 1), ("GREEN", 2)], module="__main__", qualname="Color")
 
 
 def _point_class():
-    cls = _dataclasses.make_dataclass("Point", [("x", int, 1), ("y", int, 2)])
+    cls = _make_dataclass("Point", [("x", int, 1), ("y", int, 2)])
     cls.__module__ = "__main__"
     return cls
 
@@ -246,7 +257,7 @@ def _plain():
         return self.size * self.size
     area.__qualname__ = "Plain.area"
     area.__module__ = "__main__"
-    return type("Plain", (), {"__module__": "__main__", "__doc__": "A plain class.", "size": 3, "area": area})
+    return _type("Plain", (), {"__module__": "__main__", "__doc__": "A plain class.", "size": 3, "area": area})
 
 
 def _point():
@@ -254,15 +265,24 @@ def _point():
 
 
 def _with_source():
-    f = _colorsys.rgb_to_hsv
-    g = _types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    f = _RGB_TO_HSV
+    g = _FunctionType(f.__code__, dict(_GLOBALS), f.__name__, f.__defaults__, f.__closure__)
     g.__qualname__, g.__module__, g.__doc__ = f.__qualname__, f.__module__, f.__doc__
     return g
 
 
+def _module():
+    """A module of its own: colorsys, run again from its file (the
+    interpreter's, read-only in the sandbox), not the one sys.modules
+    holds."""
+    spec = _spec_from_file_location("colorsys", _COLORSYS)
+    m = _module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
 def _trees():
-    return [_ast.parse('"""Doc."""\nx = 1\n'), _ast.parse("def f(a):\n    return a\n"),
-            _ast.Name(id="x", ctx=_ast.Load())]
+    return [_parse('"""Doc."""\nx = 1\n'), _parse("def f(a):\n    return a\n"), _Name(id="x", ctx=_Load())]
 
 
 class _Readline:
@@ -292,9 +312,9 @@ def _built(build):
 
 
 TYPED_VALUES.update({
-    "module": ["json", "os.path", _colorsys],
+    "module": ["json", "os.path", _built(_module)],
     "class": [_built(_color), _built(_point_class), _built(_plain)],
-    "object": [_built(_with_source), _built(_point), _colorsys],
+    "object": [_built(_with_source), _built(_point), _built(_module)],
     "node": [_built(lambda i=i: _trees()[i]) for i in range(3)],
     "readline": [_built(lambda: _Readline([b"x = 1\n", b"y = 2\n"])), _built(lambda: _Readline(["x = 1\n", "y = 2\n"]))],
     "stream": [_built(lambda: _BytesStream(bytes(8)))],

@@ -113,8 +113,30 @@ class NamedKinds(unittest.TestCase):
         first = calls.fresh((color,))[0]
         first.extra = 1
         self.assertFalse(hasattr(calls.fresh((color,))[0], "extra"))
+        # A module too: what a call sets on it, or on a function's
+        # globals, is gone for the next call (the repeat breaker's).
         module = ladder.TYPED_VALUES["module"][2]
-        self.assertIs(calls.fresh((module, [1]))[0], module)  # one per process: itself
+        m = calls.fresh((module, [1]))[0]
+        m.count = 1
+        self.assertFalse(hasattr(calls.fresh((module, [1]))[0], "count"))
+        self.assertEqual(m.rgb_to_hsv(1, 0, 0), (0.0, 1.0, 1))
+        import colorsys
+        self.assertIsNot(m, colorsys)
+        fn = calls.fresh((ladder.TYPED_VALUES["object"][0],))[0]
+        fn.__globals__["count"] = 1
+        self.assertNotIn("count", calls.fresh((ladder.TYPED_VALUES["object"][0],))[0].__globals__)
+        self.assertNotIn("count", vars(colorsys))
+
+    def test_a_builder_broken_by_a_call_gives_the_ladders_own_value(self):
+        from .. import calls
+
+        v = ladder.TYPED_VALUES["class"][0]
+        build = ladder.BUILT[id(v)]
+        ladder.BUILT[id(v)] = (v, lambda: 1 / 0)
+        try:
+            self.assertIs(calls.fresh((v, 1))[0], v)
+        finally:
+            ladder.BUILT[id(v)] = build
 
     def test_built_values_are_shown_without_an_address(self):
         for kind in ("class", "object", "node", "readline", "module"):

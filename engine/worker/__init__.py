@@ -18,10 +18,12 @@ scanned code:
 In probe mode this process never runs scanned code: it forks a child per
 stretch of one module's calls, which imports the module and calls it
 (calls.py), and reports over a pipe of its own. The parent passes on only
-what that child may say (its own module's records, in turn: relay.py), so
-scanned code can change the verdicts of its own module and of no other;
+what that child may say (its own module's records, in turn: relay.py);
 the channel, the nonce and the plan are out of the child's reach (it closes
-the channel first; the parent is not dumpable).
+the channel first; the parent is not dumpable). The stretches of a
+package's modules are forked from a zygote that imported the package once
+in that run (zygote.py), so scanned code can change the verdicts of its
+own top-level package and of no other.
 
 The ladder lives in ladder.py, in LADDER, and nowhere else.
 
@@ -65,7 +67,8 @@ parent itself is killed. Results go child -> parent -> engine in batches
 (FLUSH_RECORDS, FLUSH_SECONDS); only an import's start and end wait for
 the parent to have passed them on.
 
-A probe plan's "segments" split its calls into lone runs, a child each.
+A probe plan's "segments" split its calls into lone runs, a child each;
+"zygotes": false forks every child from the parent (tests compare).
 A discover request's "code" asks for each module's bytecode; a probe plan's
 "code_dir" is where the engine keeps it (CodeCache, bytecode.py).
 
@@ -80,6 +83,7 @@ The modules:
   bytecode.py  a module's bytecode, compiled by discovery, loaded by probes
   probe.py     probe mode's parent and the children it forks
   relay.py     the parent's check of a child's records and limits
+  zygote.py    a package's zygote: its import once per run, its children
   calls.py     a child's calls and the governor's breakers
   state.py     the process state restored after each call; a module's import
   posture.py   posture mode; the network check

@@ -12,6 +12,7 @@ from .bytecode import CodeCache
 from .calls import run_calls
 from .channel import CallMark, Channel, _map_marks
 from .relay import FLUSH_SIGNAL, _Relay
+from .zygote import Zygote, zygote_key
 
 
 def probe(plan):
@@ -20,8 +21,10 @@ def probe(plan):
     over a pipe of its own; the parent checks every record against the plan
     (the child may speak only of its own module's calls, in turn) and
     passes it on. The channel, the nonce and the plan stay here: the child
-    closes the channel before anything scanned runs, so scanned code can
-    change the verdicts of its own module only."""
+    closes the channel before anything scanned runs. The stretches of a
+    package's modules are forked from the package's zygote (zygote.py),
+    which has imported the package once; scanned code can change the
+    verdicts of its own top-level package only."""
     ch = Channel(plan.pop("nonce"))
     _harden()
     _map_marks()
@@ -43,10 +46,26 @@ def probe(plan):
             cuts.add(idx)
             prev = mi
     bounds = sorted(c for c in cuts if c >= plan.get("start", 0))
-    for lo, hi in zip(bounds, bounds[1:]):
+    stretches = list(zip(bounds, bounds[1:]))
+    keys = [zygote_key(plan, functions[calls[lo][0]]["module"]) for lo, _ in stretches]
+    zygote = None
+    tried = set()  # a package gets one zygote per run: one that failed is not tried again
+    for k, (lo, hi) in enumerate(stretches):
         mi = functions[calls[lo][0]]["module"]
+        if zygote is not None and zygote.key != keys[k]:
+            zygote.close()
+            zygote = None
+            _sweep_children()
+        # A package's zygote pays where two stretches or more share it.
+        if (zygote is None and keys[k] is not None and keys[k] not in tried and k + 1 < len(stretches)
+                and keys[k + 1] == keys[k] and plan.get("zygotes", True)):
+            tried.add(keys[k])
+            zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
         while lo < hi and mi not in dead:
-            lo = _run_child(plan, ch, lo, hi, mi, skip, dead)
+            lo = _run_child(plan, ch, lo, hi, mi, skip, dead, zygote if zygote is not None and zygote.alive else None)
+        _sweep_children(zygote.pid if zygote is not None and zygote.alive else None)
+    if zygote is not None:
+        zygote.close()
         _sweep_children()
     ch.send({"k": "done"}, flush=True)
 
@@ -74,12 +93,13 @@ def _child_dumpable():
         _PRCTL(4, 1, 0, 0, 0)
 
 
-def _sweep_children():
+def _sweep_children(keep=None):
     """Kill whatever the last child left running (a daemon it forked
-    reparents here): nothing of one module outlives its stretch."""
+    reparents here): nothing of one module outlives its stretch. keep is
+    the zygote still serving the package."""
     me = os.getpid()
     for _ in range(1000):
-        kids = _children(me)
+        kids = [k for k in _children(me) if k != keep]
         if not kids:
             break
         for k in kids:
@@ -118,19 +138,36 @@ def _children(pid):
     return kids
 
 
-def _run_child(plan, ch, lo, hi, mi, skip, dead):
-    """Runs calls lo..hi (all of module mi) in a child and relays its
-    records. Returns where the stretch goes on: hi when it is done; when
-    the child died, the first call it has no answer for (the call it died
-    in is charged and its function skipped)."""
+def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
+    """Runs calls lo..hi (all of module mi) in a child, forked by the
+    package's zygote when there is one, and relays its records. Returns
+    where the stretch goes on: hi when it is done; when the child died, the
+    first call it has no answer for (the call it died in is charged and its
+    function skipped)."""
     r, w = os.pipe()
     ar, aw = os.pipe()
-    mark = CallMark()
-    # Everything the parent holds moves to the permanent generation: the
-    # child's collector then never touches it, so the child copies only the
-    # pages it really writes.
-    gc.freeze()
-    pid = os.fork()
+    pid = None
+    if zygote is not None:
+        mark = zygote.mark
+        mark.end()
+        pid = zygote.spawn(lo, hi, skip, w, ar)
+        if pid is None:
+            # The zygote is gone; a child it may have forked keeps nothing
+            # of this stretch's pipes.
+            for fd in (r, w, ar, aw):
+                os.close(fd)
+            r, w = os.pipe()
+            ar, aw = os.pipe()
+    reap = os.waitpid
+    if pid is not None:
+        reap = zygote.wait
+    else:
+        mark = CallMark()
+        # Everything the parent holds moves to the permanent generation: the
+        # child's collector then never touches it, so the child copies only
+        # the pages it really writes.
+        gc.freeze()
+        pid = os.fork()
     if pid == 0:
         code = 0
         try:
@@ -149,7 +186,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead):
     os.close(w)
     os.close(ar)
     relay = _Relay(plan, ch, lo, hi, mi, skip, aw, mark)
-    status = relay.run(r, pid)
+    status = relay.run(r, pid, reap)
     os.close(r)
     os.close(aw)
     ch.flush()

@@ -64,8 +64,9 @@ class _Relay:
             return started + self.call_limit
         return None
 
-    def run(self, r, pid):
-        """Relays until the child ends; returns its wait status."""
+    def run(self, r, pid, reap=os.waitpid):
+        """Relays until the child ends; returns its wait status (reap is
+        os.waitpid, or a zygote's for its children)."""
         os.set_blocking(r, False)
         try:
             pidfd = os.pidfd_open(pid)
@@ -93,7 +94,7 @@ class _Relay:
                 if self.tampered:
                     break
                 if eof or pidfd in events or pidfd is None:
-                    got, st = os.waitpid(pid, 0 if eof or pidfd in events else os.WNOHANG)
+                    got, st = reap(pid, 0 if eof or pidfd in events else os.WNOHANG)
                     if got:
                         status = st
                 if status is None and not events and deadline is not None and time.monotonic() >= deadline:
@@ -111,7 +112,7 @@ class _Relay:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-            status = os.waitpid(pid, 0)[1]
+            status = reap(pid, 0)[1]
         return status
 
     def _collect(self, r, buf, pid, poller):

@@ -19,18 +19,27 @@ type attribution struct {
 
 // attribute names the cause of every cross-run finding, exactly: for the
 // functions found nondeterministic, and only for them, it runs the base
-// conditions three times (controls: if any two disagree, the process itself
-// moves the answer: a clock, an RNG, an address) and then once per condition that
-// differs between the witness's two runs, with that one condition taken from
-// the other run, and once under all of the other run's conditions (which
-// tells conditions acting together from state other functions left behind
-// when no single flip moves it). A condition whose flip alone moves the
-// witness rung's answer is a cause. reprotest bisects greedily; this is exact, at one
-// interpreter per condition, only when there is a finding.
+// conditions three times (controls: if any two disagree, the process
+// itself moves the answer: a clock, an RNG, an address) and then once per
+// condition that differs between the witness's two runs, with that one
+// condition taken from the other run, and once under all of the other
+// run's conditions (which tells conditions acting together from state
+// other functions left behind when no single flip moves it). A condition
+// whose flip alone moves the witness rung's answer is a cause. reprotest
+// bisects greedily; this is exact, at one interpreter per condition, only
+// when there is a finding.
+//
+// Each run calls only the findings, each up to its witness rung, a child
+// per module. A finding alone in its module there ran alone (a child that
+// imported only its module and called only it), so these runs confirm it
+// too: two answers among them, or its repeat breaker firing, and confirm
+// need not run it. The rest are returned for confirm: those that shared
+// their module's child (from the first round), and those whose runs all
+// agreed (from the second, with what they answered alone).
 //
 // The plan (planAttribution) and the naming (nameCauses) are functions of
 // data; this runs the plan's interpreters between them.
-func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
+func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe, from map[int]int, alone map[int]string) {
 	groups := planAttribution(probes, s.runs)
 	// Every group's runs share one pool, so no core idles at a group's end.
 	var tasks []task
@@ -48,21 +57,51 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) {
 	}
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
-		return
+		return nil, nil, nil
 	}
+	from, alone = map[int]int{}, map[int]string{}
 	for i, g := range groups {
 		res := results[i]
+		inModule := map[int]int{}
+		for _, p := range g.probes {
+			inModule[p.Module]++
+		}
 		for _, p := range g.probes {
 			res.importAnswers(p)
 			f := p.fn
-			causes, note := nameCauses(g.runs, res.calls[p.Index][f.Witness.Rung], firstOf(res.shardError[p.Index]))
+			outs := res.calls[p.Index][f.Witness.Rung]
+			causes, note := nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
 			if note != "" {
 				f.CauseNote = note
 				f.Reason += "; " + note
 			}
 			f.Causes = mergeCauses(causes, f.Causes)
+			repeat := slices.Contains(breakersOf(res.calls[p.Index]), BreakerRepeat)
+			switch {
+			case inModule[p.Module] > 1 || !canonical(outs[0]):
+				pending = append(pending, p)
+			case agreeAlone(outs, repeat):
+				from[p.Index], alone[p.Index] = 1, outs[0].value
+				pending = append(pending, p)
+			}
 		}
 	}
+	return pending, from, alone
+}
+
+// agreeAlone says whether a finding's runs alone failed to reproduce it:
+// the base answered, and every run that answered answered as it did,
+// without the repeat breaker firing.
+func agreeAlone(outs []outcome, repeat bool) bool {
+	if repeat || len(outs) == 0 || !canonical(outs[0]) {
+		return false
+	}
+	for _, o := range outs[1:] {
+		if canonical(o) && o.value != outs[0].value {
+			return false
+		}
+	}
+	return true
 }
 
 // apart says how many varied conditions runs a and b of the scan differ

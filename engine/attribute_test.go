@@ -156,3 +156,30 @@ func TestNameCauses(t *testing.T) {
 		t.Errorf("one flip that does not move: causes %v, note %q", causes, note)
 	}
 }
+
+// TestAgreeAlone: attribution's lone runs confirm a finding when two of
+// them answered differently or the repeat breaker fired; only when the
+// base answered and every answer was its answer does it go to confirm
+// again.
+func TestAgreeAlone(t *testing.T) {
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	for _, c := range []struct {
+		name   string
+		outs   []outcome
+		repeat bool
+		agree  bool
+	}{
+		{"all alike", []outcome{v("a"), v("a"), v("a"), v("a")}, false, true},
+		{"a flip moves it", []outcome{v("a"), v("a"), v("a"), v("b")}, false, false},
+		{"controls disagree", []outcome{v("a"), v("b"), v("a"), v("a")}, false, false},
+		{"the repeat breaker fired", []outcome{v("a"), v("a"), v("a"), v("a")}, true, false},
+		{"a raise against an answer", []outcome{v("a"), v("a"), v("a"), {kind: raisedK, value: "E:ValueError"}}, false, false},
+		{"the rest did not answer", []outcome{v("a"), {kind: timedOut}, {kind: crashed}, v("a")}, false, true},
+		{"no base answer", []outcome{{kind: crashed}, v("a"), v("a"), v("a")}, false, false},
+		{"nothing ran", nil, false, false},
+	} {
+		if got := agreeAlone(c.outs, c.repeat); got != c.agree {
+			t.Errorf("%s: agree %v, want %v", c.name, got, c.agree)
+		}
+	}
+}

@@ -14,22 +14,36 @@ import (
 // agree with itself once by chance.
 const confirmRounds = 2
 
-// confirm checks every cross-run finding alone before it is called one: a
-// fresh interpreter imports only the function's module and calls only that
-// function, its own rungs in the witness run's order up to the witness
-// rung, under each of the witness's two runs' conditions. A function moved
-// by its own earlier calls (a counter, a cache) reproduces this way; one
-// moved by what other functions left behind does not, and is then not
-// nondeterministic: bisect names the function that moved it. When its
-// repeat breaker fires in a lone run (alone, one input, two answers), that
-// is confirmation too: an RNG whose two lone runs agree by chance.
-func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladder ladders) {
-	pending := probes
-	alone := map[int]string{} // probe -> its one answer alone
-	for round := 0; round < confirmRounds && len(pending) > 0; round++ {
+// confirm checks alone every cross-run finding attribution's runs did not
+// confirm (pending; from says the round each starts at, when not the
+// first: attribution's runs were its first, and alone holds what it
+// answered there): a fresh interpreter imports only the function's module
+// and calls only that function, its own rungs in the witness run's order
+// up to the witness rung, under each of the witness's two runs'
+// conditions. A function moved by its own earlier calls (a counter, a
+// cache) reproduces this way; one moved by what other functions left
+// behind does not, and is then not nondeterministic: bisect names the
+// function that moved it. When its repeat breaker fires in a lone run
+// (alone, one input, two answers), that is confirmation too: an RNG whose
+// two lone runs agree by chance.
+func (s *scan) confirm(ctx context.Context, pending []*probe, from map[int]int, alone map[int]string, main *results, ladder ladders) {
+	var active []*probe
+	for round := 0; round < confirmRounds; round++ {
+		waiting := pending[:0:0]
+		for _, p := range pending {
+			if from[p.Index] <= round {
+				active = append(active, p)
+			} else {
+				waiting = append(waiting, p)
+			}
+		}
+		pending = waiting
+		if len(active) == 0 {
+			continue
+		}
 		// The findings whose witnesses compare the same two runs share a
 		// container per run: each function runs in a child of its own.
-		keys, groups := byWitnessRuns(pending)
+		keys, groups := byWitnessRuns(active)
 		var tasks []task
 		res := map[[2]int]*results{}
 		for _, key := range keys {
@@ -70,10 +84,10 @@ func (s *scan) confirm(ctx context.Context, probes []*probe, main *results, ladd
 				}
 			}
 		}
-		pending = again
+		active = again
 	}
-	if len(pending) > 0 {
-		s.bisect(ctx, pending, alone, main, ladder)
+	if len(active) > 0 {
+		s.bisect(ctx, active, alone, main, ladder)
 	}
 }
 
@@ -349,7 +363,7 @@ func (s *scan) movedBy(b *bisection, culprit string) {
 	}
 	f.MovedBy = m
 	f.Witness = nil
-	f.Causes = []string{}
+	f.Causes, f.CauseNote = []string{}, ""
 	f.Verdict = VerdictDeterministic
 	switch {
 	case culprit != "":

@@ -128,7 +128,7 @@ func (o *Options) defaults() {
 }
 
 // Progress is how far a scan's phase is: discovering, probing,
-// confirming (lone runs and bisection) or attributing.
+// attributing, or confirming (lone runs and bisection).
 type Progress struct {
 	Phase         string
 	Done, Planned int

@@ -77,14 +77,16 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	judgeAll(rep, probes, results, disc.ladder, counts)
 	interrupted := ctx.Err() != nil
 	if !interrupted {
-		endConfirm := s.ex.phase("confirming")
-		s.confirm(ctx, probes, results, disc.ladder)
-		endConfirm()
-	}
-	if ctx.Err() == nil {
+		// Attribution's runs confirm the findings alone in their module's
+		// child there; confirm runs the rest alone and bisects.
 		endAttribution := s.ex.phase("attributing")
-		s.attribute(ctx, probes, disc.ladder)
+		pending, from, alone := s.attribute(ctx, probes, disc.ladder)
 		endAttribution()
+		if len(pending) > 0 && ctx.Err() == nil {
+			endConfirm := s.ex.phase("confirming")
+			s.confirm(ctx, pending, from, alone, results, disc.ladder)
+			endConfirm()
+		}
 	}
 	if ctx.Err() != nil {
 		rep.Partial = true

@@ -90,7 +90,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, confirming, attributing) took, where its interpreters' time went and which functions were slowest")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, attributing, confirming) took, where its interpreters' time went and which functions were slowest")
 	fs.StringArrayVar(&o.include, "include", nil, "read only the files under a directory target that match this `GLOB` (src/**/*.py; repeatable)")
 	fs.StringSliceVar(&o.ignoreCauses, "ignore", nil, "a `CAUSE` whose findings do not fail the scan (hash-seed, home, ...; comma-separated or repeated); they are reported, as ignored")
 	fs.StringSliceVar(&o.selectCauses, "select", nil, "only findings with one of these causes fail the scan (`CAUSE`, comma-separated or repeated); the rest are reported, as ignored")

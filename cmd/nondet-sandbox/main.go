@@ -6,10 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nondet-sandbox/nondet-sandbox/engine"
 )

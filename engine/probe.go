@@ -179,6 +179,10 @@ type workerPlan struct {
 	// it names the call that ran past its limit and goes on with the next.
 	CallTimeout   float64 `json:"call_timeout"`
 	ImportTimeout float64 `json:"import_timeout"`
+	// IdleTimeout ends a call sooner whose process has used no CPU (and
+	// has no child) for that long: it is blocked, and named as past its
+	// limit.
+	IdleTimeout float64 `json:"idle_timeout,omitempty"`
 	// CodeDir holds the scanned modules' bytecode, compiled by discovery.
 	CodeDir string `json:"code_dir,omitempty"`
 }
@@ -219,6 +223,9 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	skip := map[int]bool{}
 	importTimeout := max(30*time.Second, 3*x.opts.CallTimeout)
 	plan.CallTimeout, plan.ImportTimeout = x.opts.CallTimeout.Seconds(), importTimeout.Seconds()
+	if x.opts.IdleTimeout < x.opts.CallTimeout {
+		plan.IdleTimeout = x.opts.IdleTimeout.Seconds()
+	}
 	set := func(fi, ri int, o outcome) { res.calls[sh.Probes[fi].Index][ri][run] = o }
 
 	for attempt := 0; plan.Start < len(plan.Calls); attempt++ {

@@ -29,11 +29,12 @@ import (
 //	                                                 v "E:<Type> (constructor)"; us the
 //	                                                 microseconds it took, breakers included
 //	nc      probe     i why                          call i's function is not callable
-//	gone    probe     m i why t to                   module m's process died (t: was ended for
+//	gone    probe     m i why t to us                module m's process died (t: was ended for
 //	                                                 writing what it may not; to: ran past its
-//	                                                 limit) in call i, in its import, or (no i)
-//	                                                 between calls: the rest of the module's
-//	                                                 calls are not made
+//	                                                 limit, or was blocked using no CPU past the
+//	                                                 idle limit, us after how long) in call i, in
+//	                                                 its import, or (no i) between calls: the
+//	                                                 rest of the module's calls are not made
 //	done    all       -                              the worker finished the plan
 //
 // A call's start is not a record: the worker's parent reads it from memory
@@ -177,7 +178,8 @@ func (r *recordReader) handle(line []byte) {
 // charge adds what a record says of time: the first record ends the
 // interpreter's start; an import's end and a call's answer say what they
 // took, as the worker measured them (its records come in batches, so
-// when they arrive says little); a gone that ran past a limit took it.
+// when they arrive says little); a gone that ran past a limit took what
+// it says, or the limit.
 func (r *recordReader) charge(rec *record) {
 	if !r.seen {
 		r.seen = true
@@ -192,6 +194,10 @@ func (r *recordReader) charge(rec *record) {
 		r.spent.Imports += took
 	case kindGone:
 		if !rec.TimedOut {
+			break
+		}
+		if took > 0 {
+			r.spent.Hangs += took
 			break
 		}
 		limit := r.plan.CallTimeout

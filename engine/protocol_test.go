@@ -211,6 +211,13 @@ func TestRecordReaderChargesTime(t *testing.T) {
 	if got := r.ended().Hangs; got != time.Second {
 		t.Errorf("a call past the 1s limit took %s", got)
 	}
+	// One ended as blocked (idle) took what the worker says.
+	r = newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
+	r.plan.CallTimeout = 5
+	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"gone","i":0,"m":0,"to":true,"us":2100000,"why":"used no CPU"}`)
+	if got := r.ended().Hangs; got != 2100*time.Millisecond {
+		t.Errorf("a call blocked for 2.1s took %s", got)
+	}
 	r = newRecordReader(twoModules(), map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
 	start := time.Unix(0, 0)
 	r.at, r.now = start, func() time.Time { return start.Add(2 * time.Second) }

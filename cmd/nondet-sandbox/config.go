@@ -75,6 +75,7 @@ var configKeys = []configKey{
 	{name: "all-packages", trust: shapesReport},
 	{name: "jobs", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt("jobs"); return float64(n) }},
 	{name: "call-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("call-timeout"); return float64(d) }},
+	{name: "idle-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("idle-timeout"); return float64(d) }},
 	{name: "memory", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { return float64(*fs.Lookup("memory").Value.(*size).p) }},
 	{name: "pids", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt64("pids"); return float64(n) }},
 	{name: "cpus", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {

@@ -144,6 +144,8 @@ func (o *callOptions) check() error {
 		return usageErrorf("--jobs %d: at least 1", o.jobs)
 	case o.callTimeout <= 0:
 		return usageErrorf("--call-timeout %v: a positive duration (10s, 1m)", o.callTimeout)
+	case o.idleTimeout <= 0:
+		return usageErrorf("--idle-timeout %v: a positive duration (2s; the call timeout or more turns it off)", o.idleTimeout)
 	}
 	return nil
 }
@@ -158,6 +160,7 @@ type callOptions struct {
 	jobs        int
 	unsafe      bool
 	callTimeout time.Duration
+	idleTimeout time.Duration
 }
 
 func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
@@ -165,6 +168,7 @@ func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
 	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
 	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout, "how long a call may wait using no CPU (on input, a lock, a socket, a sleep) before it is named and stopped as past its limit; the call timeout or more turns it off")
 }
 
 // completeChoices offers a choice flag's values to shell completion.

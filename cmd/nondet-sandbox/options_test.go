@@ -64,7 +64,7 @@ func labelMap(t *testing.T, name string) map[string]string {
 
 func TestTestOptionsAreTheFlagDefaults(t *testing.T) {
 	o := testOptions(t, "host", 1)
-	if o.runs != 3 || o.smellRuns != 3 || o.callTimeout != 5*time.Second || !o.seccomp || !o.userns || o.pids != 256 || o.ociRuntime != "runc" {
+	if o.runs != 3 || o.smellRuns != 3 || o.callTimeout != 5*time.Second || o.idleTimeout != 2*time.Second || !o.seccomp || !o.userns || o.pids != 256 || o.ociRuntime != "runc" {
 		t.Fatalf("%+v", o)
 	}
 }

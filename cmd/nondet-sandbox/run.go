@@ -277,7 +277,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	cache := cacheDir()
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),

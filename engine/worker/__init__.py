@@ -52,11 +52,12 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               v "E:<Type> (constructor)"; us the
                                               microseconds it took, breakers included
   nc       probe     i why                    call i's function is not callable
-  gone     probe     m i why t to             module m's process died (t: was ended for
+  gone     probe     m i why t to us          module m's process died (t: was ended for
                                               writing what it may not; to: ran past its
-                                              limit) in call i, in its import, or (no i)
-                                              between calls: the rest of the module's
-                                              calls are not made
+                                              limit, or was blocked using no CPU past the
+                                              idle limit, us after how long) in call i, in
+                                              its import, or (no i) between calls: the
+                                              rest of the module's calls are not made
   done     all       -                        the worker finished the plan
 
 A call's start is not a record: the child marks it in memory it shares

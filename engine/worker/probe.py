@@ -200,6 +200,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
         rec["t"] = True
     if relay.timeout:
         rec["to"] = True
+        rec["us"] = int(relay.ran * 1e6)
     call = -1 if relay.step == "import" else relay.in_call()
     if call >= 0:
         rec["i"] = call

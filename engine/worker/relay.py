@@ -26,6 +26,62 @@ MAX_RECORD = 1 << 20
 # the grace ends and those answers are run again in the next child.
 FLUSH_SIGNAL = signal.SIGUSR2
 FLUSH_GRACE = 0.5
+# A call that has run this long is looked at every IDLE_STEP seconds: one
+# whose process used no CPU for the plan's idle_timeout, and has no child
+# process that might be working for it, is blocked (on input, a lock, a
+# socket, a sleep) and is ended as past its limit.
+IDLE_FIRST = 0.1
+IDLE_STEP = 0.25
+
+
+class _Idle:
+    """Whether the call a child is in has been blocked for limit seconds:
+    its process's CPU time (every thread's, and its waited-for children's)
+    did not move, and it has no child process now."""
+
+    def __init__(self, pid, limit):
+        self.pid, self.limit = pid, limit
+        self.call = None  # the (index, start) of the call watched
+        self.ticks = None
+        self.since = 0.0  # when its CPU time last moved, as far as seen
+
+    def wake(self, idx, started, now):
+        """When to look next (monotonic), or None."""
+        if not self.limit or idx < 0:
+            return None
+        return max(now + IDLE_STEP if self.call == (idx, started) else now, started + IDLE_FIRST)
+
+    def blocked(self, idx, started, now):
+        if not self.limit or idx < 0 or now - started < IDLE_FIRST:
+            return False
+        ticks = _cpu_ticks(self.pid)
+        if ticks is None:
+            return False
+        if self.call != (idx, started) or ticks != self.ticks:
+            self.call, self.ticks, self.since = (idx, started), ticks, now
+            return False
+        return now - self.since >= self.limit and _childless(self.pid)
+
+
+def _cpu_ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _childless(pid):
+    """No thread of pid has a child; False when that cannot be told."""
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid), "rb") as fh:
+                if fh.read().strip():
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 class _Relay:
@@ -38,6 +94,7 @@ class _Relay:
         self.acks, self.mark = acks, mark
         self.call_limit = plan.get("call_timeout") or 10.0
         self.import_limit = plan.get("import_timeout") or 30.0
+        self.idle_limit = plan.get("idle_timeout") or 0.0
         self.step = None  # "import" while the module's import runs
         self.import_started = 0.0
         self.last = lo - 1  # the last call answered (or found not callable)
@@ -46,6 +103,7 @@ class _Relay:
         self.ended = False
         self.tampered = ""
         self.timeout = ""
+        self.ran = 0.0  # how long the call that ran past its limit ran
 
     def in_call(self):
         """The call the child is in by its mark, when the mark names one of
@@ -78,16 +136,22 @@ class _Relay:
             poller.register(pidfd, select.POLLIN)
         buf = b""
         status = None
+        idle = _Idle(pid, self.idle_limit)
         try:
             while status is None and not self.tampered and not self.timeout:
                 deadline = self._deadline()
-                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                now = time.monotonic()
+                wait = None if deadline is None else max(0.0, deadline - now)
                 # Between calls, look again soon: the next call's mark
                 # brings a deadline that no record announces.
                 if wait is None:
                     wait = MARK_POLL
                 elif pidfd is None:  # no pidfd: a child's exit is seen by polling too
                     wait = min(wait, MARK_POLL)
+                idx, started = self.mark.read()
+                look = idle.wake(idx, started, now) if self.step is None else None
+                if look is not None:
+                    wait = min(wait, max(0.0, look - now))
                 events = dict(poller.poll(int(wait * 1000) + 1))
                 buf, eof = self._drain(r, buf)
                 self.ch.flush()
@@ -97,9 +161,17 @@ class _Relay:
                     got, st = reap(pid, 0 if eof or pidfd in events else os.WNOHANG)
                     if got:
                         status = st
-                if status is None and not events and deadline is not None and time.monotonic() >= deadline:
+                now = time.monotonic()
+                if status is None and not events and deadline is not None and now >= deadline:
                     self.timeout = ("import ran past %gs" % self.import_limit if self.step == "import"
                                     else "ran past the %gs call limit" % self.call_limit)
+                    self.ran = self.import_limit if self.step == "import" else self.call_limit
+                elif status is None and self.step is None and self.in_call() >= 0:
+                    idx, started = self.mark.read()
+                    if idle.blocked(idx, started, now):
+                        self.timeout = ("used no CPU for %gs: blocked on input, a lock, a socket or a sleep"
+                                        % self.idle_limit)
+                        self.ran = now - started
             if status is not None and not self.tampered:
                 buf, _ = self._drain(r, buf)  # what it wrote last
             elif self.timeout and self.step != "import":

@@ -12,6 +12,11 @@ def hangs(x):
     time.sleep(3600)
 
 
+def spins(x):
+    while True:
+        pass
+
+
 def exits():
     os._exit(3)
 

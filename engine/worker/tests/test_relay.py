@@ -88,3 +88,36 @@ class Relay(unittest.TestCase):
         self.assertEqual(rel.in_call(), -1)
         mark.end()
         self.assertEqual(rel.in_call(), -1)
+
+
+class IdleCut(unittest.TestCase):
+    """A call blocked using no CPU is ended at the idle limit; one that
+    computes, or waits on a child process of its own, runs to its end."""
+
+    def test_blocked_calls_are_ended_and_busy_ones_answer(self):
+        import shutil
+        import tempfile
+        from .test_main import run
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        with open(os.path.join(root, "waits.py"), "w") as fh:
+            fh.write("import subprocess, threading, time\n\n"
+                     "def blocked(x):\n    threading.Event().wait()\n\n"
+                     "def busy(x):\n    end = time.monotonic() + 1.2\n    while time.monotonic() < end:\n        pass\n    return 1\n\n"
+                     "def child(x):\n    subprocess.run(['sh', '-c', 'i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done'])\n    return 2\n\n"
+                     "def after(x):\n    return 3\n")
+        names = ["blocked", "busy", "child", "after"]
+        plan = {
+            "nonce": "N", "start": 0, "skip": [], "call_timeout": 20, "import_timeout": 30, "idle_timeout": 0.5,
+            "modules": [{"index": 0, "root": root, "name": "waits", "path": os.path.join(root, "waits.py")}],
+            "functions": [{"module": 0, "name": n, "arity": 1} for n in names],
+            "calls": [[i, 0] for i in range(len(names))],
+        }
+        recs, err = run("probe", plan)
+        gone = [r for r in recs if r["k"] == "gone"]
+        self.assertEqual([(g.get("i"), g.get("to")) for g in gone], [(0, True)], (recs, err))
+        self.assertIn("no CPU", gone[0]["why"])
+        # It ran about the idle limit, not the call limit.
+        self.assertLess(gone[0]["us"], 10 * 1000 * 1000, gone[0])
+        answers = {r["i"]: r.get("v") for r in recs if r["k"] == "r"}
+        self.assertEqual(answers, {1: "V:1", 2: "V:2", 3: "V:3"}, (recs, err))

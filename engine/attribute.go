@@ -35,11 +35,12 @@ type attribution struct {
 // too: two answers among them, or its repeat breaker firing, and confirm
 // need not run it. The rest are returned for confirm: those that shared
 // their module's child (from the first round), and those whose runs all
-// agreed (from the second, with what they answered alone).
+// agreed (from the second). What those answered here is not confirm's to
+// compare: the clock was pinned.
 //
 // The plan (planAttribution) and the naming (nameCauses) are functions of
 // data; this runs the plan's interpreters between them.
-func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe, from map[int]int, alone map[int]string) {
+func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe, from map[int]int) {
 	groups := planAttribution(probes, s.runs)
 	// Every group's runs share one pool, so no core idles at a group's end.
 	var tasks []task
@@ -57,9 +58,9 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 	}
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
-		return nil, nil, nil
+		return nil, nil
 	}
-	from, alone = map[int]int{}, map[int]string{}
+	from = map[int]int{}
 	for i, g := range groups {
 		res := results[i]
 		inModule := map[int]int{}
@@ -81,12 +82,12 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 			case inModule[p.Module] > 1 || !canonical(outs[0]):
 				pending = append(pending, p)
 			case agreeAlone(outs, repeat):
-				from[p.Index], alone[p.Index] = 1, outs[0].value
+				from[p.Index] = 1
 				pending = append(pending, p)
 			}
 		}
 	}
-	return pending, from, alone
+	return pending, from
 }
 
 // agreeAlone says whether a finding's runs alone failed to reproduce it:

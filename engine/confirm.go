@@ -16,8 +16,8 @@ const confirmRounds = 2
 
 // confirm checks alone every cross-run finding attribution's runs did not
 // confirm (pending; from says the round each starts at, when not the
-// first: attribution's runs were its first, and alone holds what it
-// answered there): a fresh interpreter imports only the function's module
+// first: attribution's runs were its first): a fresh interpreter imports
+// only the function's module
 // and calls only that function, its own rungs in the witness run's order
 // up to the witness rung, under each of the witness's two runs'
 // conditions. A function moved by its own earlier calls (a counter, a
@@ -26,7 +26,8 @@ const confirmRounds = 2
 // function that moved it. When its repeat breaker fires in a lone run
 // (alone, one input, two answers), that is confirmation too: an RNG whose
 // two lone runs agree by chance.
-func (s *scan) confirm(ctx context.Context, pending []*probe, from map[int]int, alone map[int]string, main *results, ladder ladders) {
+func (s *scan) confirm(ctx context.Context, pending []*probe, from map[int]int, main *results, ladder ladders) {
+	alone := map[int]string{} // probe -> its one answer alone
 	var active []*probe
 	for round := 0; round < confirmRounds; round++ {
 		waiting := pending[:0:0]

@@ -175,6 +175,11 @@ type workerPlan struct {
 	// runs each segment in a child forked before anything scanned is
 	// imported.
 	Segments []int `json:"segments,omitempty"`
+	// NoZygotes forks every module's child from the worker's parent: a
+	// package's zygote imports the package without a record, so a worker
+	// that died outside any import or call may have died there, and its
+	// retry imports each package in a child that says so.
+	NoZygotes bool `json:"no_zygotes,omitempty"`
 	// The limits the worker holds each call and import to, in seconds:
 	// it names the call that ran past its limit and goes on with the next.
 	CallTimeout   float64 `json:"call_timeout"`
@@ -299,10 +304,11 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			skip[plan.Calls[between][0]] = true
 			plan.Start = last + 1
 		default:
-			if last+1 == plan.Start {
+			if last+1 == plan.Start && plan.NoZygotes {
 				x.shardFailed(sh, run, res, "the worker "+out.describe()+" before calling anything"+out.stderrTail())
 				return
 			}
+			plan.NoZygotes = true
 			plan.Start = last + 1
 		}
 		for fi := range skip {

@@ -58,7 +58,7 @@ def probe(plan):
             _sweep_children()
         # A package's zygote pays where two stretches or more share it.
         if (zygote is None and keys[k] is not None and keys[k] not in tried and k + 1 < len(stretches)
-                and keys[k + 1] == keys[k] and plan.get("zygotes", True)):
+                and keys[k + 1] == keys[k] and not plan.get("no_zygotes")):
             tried.add(keys[k])
             zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
         while lo < hi and mi not in dead:

@@ -12,11 +12,15 @@ the stretches of its own package, and holds nothing of the parent's
 pipes the parent made): scanned code in P can change the verdicts of
 P's modules only.
 
-A package whose import leaves a thread running or a descriptor open is
-not served (a thread is not forked, a descriptor's offset would be
-shared between the children), nor one whose import fails or takes
-longer than the import limit: its stretches get children forked from
-the parent, as every module's did before.
+A package whose import leaves a thread running (any thread of the
+process, Python's or not) or a descriptor open is not served (a thread
+is not forked, a descriptor's offset would be shared between the
+children), nor one whose import fails or takes longer than the call
+limit: its stretches get children forked from the parent, which import
+it themselves as every module's did before. The zygote's import sends
+no record, so it must end well inside the engine's limit for the time
+between two records (the call limit and a margin); a longer import is
+an import's business, under the import limit, in a child that says so.
 
 Parent and zygote speak over a SOCK_SEQPACKET pair, one message each:
 the zygote says b"ready" (or b"unfit") once; then per stretch the parent
@@ -66,6 +70,8 @@ class Zygote:
         """Forks a zygote for key and waits for it to import its package;
         None when it cannot serve (the import failed, hung, left a thread
         or a descriptor behind)."""
+        if not hasattr(socket, "send_fds"):  # Python before 3.9
+            return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mark = CallMark()
         gc.freeze()
@@ -82,7 +88,7 @@ class Zygote:
             os._exit(code)
         theirs.close()
         z = cls(pid, ours, mark, key)
-        ours.settimeout(plan.get("import_timeout") or 30.0)
+        ours.settimeout(plan.get("call_timeout") or 5.0)
         try:
             ready = ours.recv(64)
         except OSError:
@@ -168,6 +174,13 @@ def _descriptors():
         return None
 
 
+def _threads():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 2  # cannot tell: not served
+
+
 def _serve(plan, sock, key, mark):
     """The zygote: import the package, then fork a child per request until
     the parent closes the socket."""
@@ -186,7 +199,7 @@ def _serve(plan, sock, key, mark):
         return
     state.after_import()
     state.restore()
-    if threading.active_count() > 1 or _descriptors() != fds:
+    if threading.active_count() > 1 or _threads() > 1 or _descriptors() != fds:
         sock.send(b"unfit")
         return
     sock.settimeout(None)

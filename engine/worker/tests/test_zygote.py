@@ -54,7 +54,7 @@ class Zygote(unittest.TestCase):
     def test_children_of_a_zygote_answer_as_the_parents_do(self):
         root = self.tree()
         served, _, err = self.standard(root)
-        alone, _, err2 = self.standard(root, zygotes=False)
+        alone, _, err2 = self.standard(root, no_zygotes=True)
         # Each module's child starts from a fresh copy of the package: the
         # counter counts the calls of one module only (the repeat breaker
         # calls the first rung twice), whoever forked them.
@@ -70,6 +70,18 @@ class Zygote(unittest.TestCase):
         served, _, err = self.standard(self.tree(init=init))
         self.assertEqual((served[0], served[3]), ("V:True", "V:True"), err)
         self.assertEqual(served[6], "V:1", err)
+
+    def test_a_package_that_leaves_a_thread_python_does_not_count_is_not_served(self):
+        init = INIT + "import _thread, time\n_thread.start_new_thread(time.sleep, (60,))\n"
+        served, _, err = self.standard(self.tree(init=init))
+        self.assertEqual((served[0], served[3]), ("V:True", "V:True"), err)
+
+    def test_a_package_slower_to_import_than_the_call_limit_is_not_served(self):
+        # Its import sends no record: the engine would take the worker for
+        # hung. Each child imports it under the import limit instead.
+        init = INIT + "import time\ntime.sleep(1.5)\n"
+        served, _, err = self.standard(self.tree(init=init), call_timeout=1)
+        self.assertEqual((served[0], served[3]), ("V:True", "V:True"), err)
 
     def test_a_package_whose_import_fails_is_imported_by_each_child(self):
         served, recs, err = self.standard(self.tree(init="raise RuntimeError('no')\n"))

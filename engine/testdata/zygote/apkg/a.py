@@ -1,0 +1,2 @@
+def one(x):
+    return 1

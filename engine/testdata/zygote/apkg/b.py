@@ -1,0 +1,2 @@
+def two(x):
+    return 2

@@ -1,0 +1,2 @@
+def fine(x):
+    return repr(x)

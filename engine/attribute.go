@@ -34,13 +34,13 @@ type attribution struct {
 // imported only its module and called only it), so these runs confirm it
 // too: two answers among them, or its repeat breaker firing, and confirm
 // need not run it. The rest are returned for confirm: those that shared
-// their module's child (from the first round), and those whose runs all
-// agreed (from the second). What those answered here is not confirm's to
-// compare: the clock was pinned.
+// their module's child, and those whose runs all agreed (with the clock
+// pinned, a clock of one-second resolution agrees with itself: confirm
+// runs them under the runs' own clocks, in both of its rounds).
 //
 // The plan (planAttribution) and the naming (nameCauses) are functions of
 // data; this runs the plan's interpreters between them.
-func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe, from map[int]int) {
+func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe) {
 	groups := planAttribution(probes, s.runs)
 	// Every group's runs share one pool, so no core idles at a group's end.
 	var tasks []task
@@ -58,9 +58,8 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 	}
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
-		return nil, nil
+		return nil
 	}
-	from = map[int]int{}
 	for i, g := range groups {
 		res := results[i]
 		inModule := map[int]int{}
@@ -78,16 +77,12 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 			}
 			f.Causes = mergeCauses(causes, f.Causes)
 			repeat := slices.Contains(breakersOf(res.calls[p.Index]), BreakerRepeat)
-			switch {
-			case inModule[p.Module] > 1 || !canonical(outs[0]):
-				pending = append(pending, p)
-			case agreeAlone(outs, repeat):
-				from[p.Index] = 1
+			if inModule[p.Module] > 1 || !canonical(outs[0]) || agreeAlone(outs, repeat) {
 				pending = append(pending, p)
 			}
 		}
 	}
-	return pending, from
+	return pending
 }
 
 // agreeAlone says whether a finding's runs alone failed to reproduce it:

@@ -15,9 +15,7 @@ import (
 const confirmRounds = 2
 
 // confirm checks alone every cross-run finding attribution's runs did not
-// confirm (pending; from says the round each starts at, when not the
-// first: attribution's runs were its first): a fresh interpreter imports
-// only the function's module
+// confirm (pending): a fresh interpreter imports only the function's module
 // and calls only that function, its own rungs in the witness run's order
 // up to the witness rung, under each of the witness's two runs'
 // conditions. A function moved by its own earlier calls (a counter, a
@@ -26,25 +24,12 @@ const confirmRounds = 2
 // function that moved it. When its repeat breaker fires in a lone run
 // (alone, one input, two answers), that is confirmation too: an RNG whose
 // two lone runs agree by chance.
-func (s *scan) confirm(ctx context.Context, pending []*probe, from map[int]int, main *results, ladder ladders) {
+func (s *scan) confirm(ctx context.Context, pending []*probe, main *results, ladder ladders) {
 	alone := map[int]string{} // probe -> its one answer alone
-	var active []*probe
-	for round := 0; round < confirmRounds; round++ {
-		waiting := pending[:0:0]
-		for _, p := range pending {
-			if from[p.Index] <= round {
-				active = append(active, p)
-			} else {
-				waiting = append(waiting, p)
-			}
-		}
-		pending = waiting
-		if len(active) == 0 {
-			continue
-		}
+	for round := 0; round < confirmRounds && len(pending) > 0; round++ {
 		// The findings whose witnesses compare the same two runs share a
 		// container per run: each function runs in a child of its own.
-		keys, groups := byWitnessRuns(active)
+		keys, groups := byWitnessRuns(pending)
 		var tasks []task
 		res := map[[2]int]*results{}
 		for _, key := range keys {
@@ -85,10 +70,10 @@ func (s *scan) confirm(ctx context.Context, pending []*probe, from map[int]int, 
 				}
 			}
 		}
-		active = again
+		pending = again
 	}
-	if len(active) > 0 {
-		s.bisect(ctx, active, alone, main, ladder)
+	if len(pending) > 0 {
+		s.bisect(ctx, pending, alone, main, ladder)
 	}
 }
 

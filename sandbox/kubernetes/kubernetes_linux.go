@@ -193,8 +193,19 @@ func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session
 func leaseName(scanID string) string { return "nondet-sandbox-" + scanID }
 
 func holder() string {
+	return fmt.Sprintf("%s/%d", machine(), os.Getpid())
+}
+
+// machine names where a scan's lock can be seen: the host name and the
+// mount namespace. Containers may share a host name (pods on the node's
+// network share the node's) and still see lock folders of their own, so
+// neither may take the other's running scans for its own dead ones.
+func machine() string {
 	h, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", h, os.Getpid())
+	if ns, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		h += "+" + strings.TrimSuffix(strings.TrimPrefix(ns, "mnt:["), "]")
+	}
+	return h
 }
 
 // session is one scan's pods.
@@ -611,10 +622,10 @@ func (r *Runtime) Sweep(ctx context.Context, alive func(string) bool) ([]string,
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: listing leases: %s", firstLine(err.Error()))
 	}
-	here, _ := os.Hostname()
+	here := machine()
 	for _, l := range leases.Items {
-		// A scan of this machine is alive when alive says so, however
-		// fresh its lease; one of another machine while its lease is.
+		// A scan of this machine (machine) is alive when alive says so,
+		// however fresh its lease; one of another machine while its lease is.
 		h := ""
 		if l.Spec.HolderIdentity != nil {
 			h, _, _ = strings.Cut(*l.Spec.HolderIdentity, "/")

@@ -153,8 +153,12 @@ func ensureLocales(ctx context.Context, cacheDir string) locales {
 	have := locales{names: []string{"C.UTF-8"}}
 	if out, err := exec.CommandContext(ctx, "locale", "-a").Output(); err == nil {
 		for _, l := range strings.Fields(string(out)) {
+			// Named as SecondLocale whatever the listing's spelling (glibc
+			// lists de_DE.utf8 and takes either): a report's conditions
+			// are the seed's, not the machine's, so parts of a split scan
+			// made on other machines still merge.
 			if strings.EqualFold(l, "de_DE.utf8") || l == sandbox.SecondLocale {
-				have.names = append(have.names, l)
+				have.names = append(have.names, sandbox.SecondLocale)
 				return have
 			}
 		}

@@ -2,15 +2,14 @@
 scanned, and the children it forks, one per stretch of one module's calls:
 their calls are calls.py's, the parent's check of their records relay.py's."""
 
-import gc
 import os
 import resource
 import signal
-import sys
 
 from .bytecode import CodeCache
 from .calls import run_calls
 from .channel import CallMark, Channel, _map_marks
+from .forking import fork
 from .relay import FLUSH_SIGNAL, _Relay
 from .zygote import Zygote, zygote_key
 
@@ -163,14 +162,8 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
         reap = zygote.wait
     else:
         mark = CallMark()
-        # Everything the parent holds moves to the permanent generation: the
-        # child's collector then never touches it, so the child copies only
-        # the pages it really writes.
-        gc.freeze()
-        pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
+
+        def child():
             os.close(r)
             os.close(aw)
             os.close(ch.fd)
@@ -179,10 +172,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
             own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, lo, hi, skip, mark)
             own.send({"k": "end"}, flush=True)
-        except BaseException:
-            code = 98
-        _flush_streams()
-        os._exit(code)
+        pid = fork(child)
     os.close(w)
     os.close(ar)
     relay = _Relay(plan, ch, lo, hi, mi, skip, aw, mark)
@@ -222,10 +212,3 @@ def _describe(status):
             return "killed by signal %d" % os.WTERMSIG(status)
     return "exit status %d" % os.WEXITSTATUS(status)
 
-
-def _flush_streams():
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass

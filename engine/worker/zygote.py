@@ -29,7 +29,6 @@ descriptors, the zygote answers b"pid N", the parent checks that N is
 the zygote's child and says b"wait", and the zygote answers b"status S"
 when it has reaped it."""
 
-import gc
 import importlib
 import json
 import os
@@ -40,6 +39,7 @@ import threading
 
 from .calls import run_calls
 from .channel import CallMark, Channel
+from .forking import fork
 from .relay import FLUSH_SIGNAL
 from .state import ProcessState
 
@@ -74,18 +74,13 @@ class Zygote:
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mark = CallMark()
-        gc.freeze()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                ours.close()
-                os.close(ch_fd)
-                dumpable()
-                _serve(plan, theirs, key, mark)
-            except BaseException:
-                code = 98
-            os._exit(code)
+
+        def zygote():
+            ours.close()
+            os.close(ch_fd)
+            dumpable()
+            _serve(plan, theirs, key, mark)
+        pid = fork(zygote)
         theirs.close()
         z = cls(pid, ours, mark, key)
         ours.settimeout(plan.get("call_timeout") or 5.0)
@@ -210,24 +205,14 @@ def _serve(plan, sock, key, mark):
             return
         req = json.loads(msg)
         w, ar = got
-        gc.freeze()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                sock.close()
-                own = Channel(None, w, ar)
-                own.flush_on(FLUSH_SIGNAL)
-                run_calls(plan, own, req["lo"], req["hi"], set(req["skip"]), mark)
-                own.send({"k": "end"}, flush=True)
-            except BaseException:
-                code = 98
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError, AttributeError):
-                    pass
-            os._exit(code)
+
+        def child():
+            sock.close()
+            own = Channel(None, w, ar)
+            own.flush_on(FLUSH_SIGNAL)
+            run_calls(plan, own, req["lo"], req["hi"], set(req["skip"]), mark)
+            own.send({"k": "end"}, flush=True)
+        pid = fork(child)
         os.close(w)
         os.close(ar)
         sock.send(b"pid %d" % pid)

@@ -221,29 +221,34 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		}
 		active = append(active, b)
 	}
-	// The searches of one run and module wait for one of them, the one
-	// with the fewest functions before it: a module's setter often moves
-	// several of its functions, and the culprit it names is the others'
-	// first guess (useHint).
+	// The searches of one run and module that start among their own
+	// module's functions wait for one of them, the one with the fewest
+	// before it: a module's setter often moves several of its functions,
+	// and the culprit it names is the others' first guess (useHint). A
+	// search with none of its module's functions before it has no use
+	// for a hint and leads no one.
 	type group struct{ run, module int }
 	groupOf := func(b *bisection) group { return group{b.run, b.p.Module} }
 	lead := map[group]*bisection{}
 	for _, b := range active {
+		if b.stage != 0 {
+			continue
+		}
 		if l, ok := lead[groupOf(b)]; !ok || len(b.same) < len(l.same) {
 			lead[groupOf(b)] = b
 		}
 	}
 	waiting := map[group][]*bisection{}
 	found := map[group][]int{}
-	leaders := active[:0:0]
+	starting := active[:0:0]
 	for _, b := range active {
-		if g := groupOf(b); lead[g] == b {
-			leaders = append(leaders, b)
-		} else {
+		if g := groupOf(b); b.stage == 0 && lead[g] != b {
 			waiting[g] = append(waiting[g], b)
+		} else {
+			starting = append(starting, b)
 		}
 	}
-	active = leaders
+	active = starting
 	for len(active) > 0 && ctx.Err() == nil {
 		// One step of every search per round; the steps replaying one run
 		// share a container, each in a lone run (a child of its own).

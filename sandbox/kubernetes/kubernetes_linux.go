@@ -294,15 +294,18 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	name := podName(job.ID)
 	pod := s.podSpec(name, job, tr, len(input))
-	if _, err := s.pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	made, err := s.pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes: creating pod %s: %s", name, firstLine(err.Error()))
 	}
 	defer cleanup.Do(ctx, 30*time.Second, func(dctx context.Context) {
 		_ = s.pods.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	})
+	pw := &podWatch{pods: s.pods, name: name, last: made}
+	defer pw.stop()
 
 	// The tree, once the init container runs.
-	p, err := s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+	p, err := pw.until(ctx, func(p *corev1.Pod) (bool, error) {
 		if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
 			return true, nil
 		}
@@ -319,7 +322,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		}()
 	}
 	// The request and the records, once the probe runs.
-	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+	p, err = pw.until(ctx, func(p *corev1.Pod) (bool, error) {
 		if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && st.State.Terminated != nil && st.State.Terminated.ExitCode != 0 {
 			return false, fmt.Errorf("the tree could not be unpacked in the pod (exit status %d): is the emptyDir's size limit too small?", st.State.Terminated.ExitCode)
 		}
@@ -350,7 +353,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		defer logs.Close()
 		sent, _ = io.Copy(job.Records, logs)
 	}()
-	p, err = s.await(ctx, name, func(p *corev1.Pod) (bool, error) {
+	p, err = pw.until(ctx, func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return true, nil
 		}
@@ -436,40 +439,85 @@ func status(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus 
 	return nil
 }
 
-// await watches one pod until done says so (or fails).
-func (s *session) await(ctx context.Context, name string, done func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+// podWatch follows one pod through its life with one watch, opened at
+// the pod's creation and kept across the steps of a job (the tree, the
+// request, the end); it is opened again only when the server ends it.
+type podWatch struct {
+	pods typedcorev1.PodInterface
+	name string
+	last *corev1.Pod // the pod as last seen
+	w    watch.Interface
+}
+
+// until returns the pod as soon as done says so (or fails), looking at
+// what was last seen first. The watch lives in the first call's ctx: a
+// job's steps share one.
+func (pw *podWatch) until(ctx context.Context, done func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+	if ok, err := done(pw.last); ok || err != nil {
+		return pw.last, err
+	}
+	pause := 50 * time.Millisecond
 	for {
-		p, err := s.pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if ok, err := done(p); ok || err != nil {
-			return p, err
-		}
-		w, err := s.pods.Watch(ctx, metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-			ResourceVersion: p.ResourceVersion,
-		})
-		if err != nil {
-			return nil, err
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted {
-				w.Stop()
-				return nil, fmt.Errorf("pod %s was deleted", name)
+		if pw.w == nil {
+			w, err := pw.pods.Watch(ctx, metav1.ListOptions{
+				FieldSelector:   fields.OneTermEqualSelector("metadata.name", pw.name).String(),
+				ResourceVersion: pw.last.ResourceVersion,
+			})
+			if err != nil {
+				return nil, err
 			}
-			if p, ok := ev.Object.(*corev1.Pod); ok {
+			pw.w = w
+		}
+		events := 0
+		for ev := range pw.w.ResultChan() {
+			events++
+			switch p := ev.Object.(type) {
+			case *corev1.Pod:
+				if ev.Type == watch.Deleted {
+					return nil, fmt.Errorf("pod %s was deleted", pw.name)
+				}
+				pw.last = p
 				if ok, err := done(p); ok || err != nil {
-					w.Stop()
 					return p, err
 				}
+			case *metav1.Status:
+				// The version watched from is gone (expired): look again.
+				pw.stop()
+				got, err := pw.pods.Get(ctx, pw.name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				pw.last = got
+				if ok, err := done(got); ok || err != nil {
+					return got, err
+				}
+			}
+			if pw.w == nil {
+				break
 			}
 		}
-		w.Stop()
+		pw.stop()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// The server ended the watch: look again.
+		// The server ended the watch: go on from what was last seen. A
+		// watch that ended with nothing to say (a broken connection gives
+		// an empty one) is opened again after a pause that grows.
+		if events == 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+		}
+	}
+}
+
+func (pw *podWatch) stop() {
+	if pw.w != nil {
+		pw.w.Stop()
+		pw.w = nil
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,10 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	if err := exec.Command("docker", "image", "inspect", "nondet-sandbox-probe:latest").Run(); err != nil {
 		testenv.Skip(t, "no probe image in a running Docker (scripts/start-docker && make image): the coordinator image is built on it")
 	}
+	run := cmp.Or(os.Getenv("NONDET_SANDBOX_K8S_RUN"), "/run/nondet-sandbox-k8s")
+	if _, err := os.Stat(filepath.Join(run, "containerd", "containerd.sock")); err != nil {
+		testenv.Skip(t, "the Job test runs on the cluster of scripts/start-kubernetes, whose containerd the coordinator image is imported into; none runs here")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
@@ -99,7 +104,9 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	}
 
 	// The probes' namespace and what is in it, as the manifests say;
-	// what this test made is deleted after it.
+	// what this test made is deleted after it, past its deadline too.
+	cleanupCtx, cleanupDone := context.WithTimeout(context.WithoutCancel(ctx), 21*time.Minute)
+	defer cleanupDone()
 	var undo []func()
 	defer func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -115,16 +122,16 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 		case *corev1.Namespace:
 			awaitNamespaceGone(ctx, t, cs, v.Name)
 			_, err = cs.CoreV1().Namespaces().Create(ctx, v, metav1.CreateOptions{})
-			gone = func() { cs.CoreV1().Namespaces().Delete(context.Background(), v.Name, del) }
+			gone = func() { cs.CoreV1().Namespaces().Delete(cleanupCtx, v.Name, del) }
 		case *corev1.ServiceAccount:
 			_, err = cs.CoreV1().ServiceAccounts(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
-			gone = func() { cs.CoreV1().ServiceAccounts(v.Namespace).Delete(context.Background(), v.Name, del) }
+			gone = func() { cs.CoreV1().ServiceAccounts(v.Namespace).Delete(cleanupCtx, v.Name, del) }
 		case *rbacv1.Role:
 			_, err = cs.RbacV1().Roles(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
-			gone = func() { cs.RbacV1().Roles(v.Namespace).Delete(context.Background(), v.Name, del) }
+			gone = func() { cs.RbacV1().Roles(v.Namespace).Delete(cleanupCtx, v.Name, del) }
 		case *networkingv1.NetworkPolicy:
 			_, err = cs.NetworkingV1().NetworkPolicies(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
-			gone = func() { cs.NetworkingV1().NetworkPolicies(v.Namespace).Delete(context.Background(), v.Name, del) }
+			gone = func() { cs.NetworkingV1().NetworkPolicies(v.Namespace).Delete(cleanupCtx, v.Name, del) }
 		default:
 			continue // the Job, its claim and the binding: below
 		}
@@ -144,7 +151,7 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	undo = append(undo, func() { cs.CoreV1().Namespaces().Delete(context.Background(), coordNS, del) })
+	undo = append(undo, func() { cs.CoreV1().Namespaces().Delete(cleanupCtx, coordNS, del) })
 	coordSA := sa.DeepCopy()
 	coordSA.Namespace = coordNS
 	if _, err := cs.CoreV1().ServiceAccounts(coordNS).Create(ctx, coordSA, metav1.CreateOptions{}); err != nil {
@@ -156,7 +163,7 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	if _, err := cs.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	undo = append(undo, func() { cs.RbacV1().RoleBindings(b.Namespace).Delete(context.Background(), b.Name, del) })
+	undo = append(undo, func() { cs.RbacV1().RoleBindings(b.Namespace).Delete(cleanupCtx, b.Name, del) })
 
 	reports, err := os.MkdirTemp("", "nondet-sandbox-job-")
 	if err != nil {
@@ -185,7 +192,7 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	}
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: server.Hostname()},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: server.Port()})
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: cmp.Or(server.Port(), "443")})
 	dirType := corev1.HostPathDirectory
 	for i, v := range pod.Volumes {
 		if v.PersistentVolumeClaim != nil {
@@ -228,13 +235,16 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	for {
 		got, err := cs.BatchV1().Jobs(coordNS).Get(ctx, j.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the Job: %v\n%s", err, coordinatorLogs(cs, coordNS))
 		}
 		if got.Status.Succeeded == parts {
 			break
 		}
-		if got.Status.Failed > 0 || ctx.Err() != nil {
+		if got.Status.Failed > 0 {
 			t.Fatalf("the Job did not complete (%d of %d parts, %d failed):\n%s", got.Status.Succeeded, parts, got.Status.Failed, coordinatorLogs(cs, coordNS))
+		}
+		if why := coordinatorsStuck(ctx, cs, coordNS); why != "" {
+			t.Fatalf("the coordinators cannot start: %s", why)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -306,6 +316,23 @@ func awaitNamespaceGone(ctx context.Context, t *testing.T, cs *k8s.Clientset, na
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// coordinatorsStuck says why a coordinator waits for what will not come
+// (the image is not on the node), or "".
+func coordinatorsStuck(ctx context.Context, cs *k8s.Clientset, ns string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		for _, st := range p.Status.ContainerStatuses {
+			if w := st.State.Waiting; w != nil && (w.Reason == "ErrImageNeverPull" || w.Reason == "CreateContainerConfigError") {
+				return fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	return ""
 }
 
 // coordinatorLogs are the coordinators' logs, for a failure's message.

@@ -136,12 +136,6 @@ type bisection struct {
 	lo, hi int      // cand[:lo] does not move it, cand[:hi] does
 	stage  int      // 0: own module's, 1: everyone's, 2: bisecting
 	k      int      // the prefix length being tried
-	// hint is the prefix of its own module's functions that ends with a
-	// culprit another search of the same run and module named (0: none):
-	// tried first, then the prefix one shorter, so a finding moved by the
-	// same function as its neighbours costs two steps, not a bisection.
-	hint  int
-	floor int // in stage 0, a prefix the hint showed does not move it
 }
 
 // bisect names, for each function that did not reproduce alone, the
@@ -221,34 +215,6 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		}
 		active = append(active, b)
 	}
-	// The searches of one run and module that start among their own
-	// module's functions wait for one of them, the one with the fewest
-	// before it: a module's setter often moves several of its functions,
-	// and the culprit it names is the others' first guess (useHint). A
-	// search with none of its module's functions before it has no use
-	// for a hint and leads no one.
-	type group struct{ run, module int }
-	groupOf := func(b *bisection) group { return group{b.run, b.p.Module} }
-	lead := map[group]*bisection{}
-	for _, b := range active {
-		if b.stage != 0 {
-			continue
-		}
-		if l, ok := lead[groupOf(b)]; !ok || len(b.same) < len(l.same) {
-			lead[groupOf(b)] = b
-		}
-	}
-	waiting := map[group][]*bisection{}
-	found := map[group][]int{}
-	starting := active[:0:0]
-	for _, b := range active {
-		if g := groupOf(b); b.stage == 0 && lead[g] != b {
-			waiting[g] = append(waiting[g], b)
-		} else {
-			starting = append(starting, b)
-		}
-	}
-	active = starting
 	for len(active) > 0 && ctx.Err() == nil {
 		// One step of every search per round; the steps replaying one run
 		// share a container, each in a lone run (a child of its own).
@@ -299,19 +265,11 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			switch {
 			case !done:
 				next = append(next, b)
-				continue
 			case culprit < 0:
 				s.movedBy(b, "")
 			default:
 				s.movedBy(b, byIndex[culprit].ID)
 				byIndex[culprit].fn.AddMoves(b.p.ID)
-				found[groupOf(b)] = append(found[groupOf(b)], culprit)
-			}
-			if g := groupOf(b); lead[g] == b {
-				for _, w := range waiting[g] {
-					w.useHint(found[g])
-					next = append(next, w)
-				}
 			}
 		}
 		active = next
@@ -324,16 +282,11 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 // are tried first, all at once; then every function before it; the
 // prefix that moves it is then halved to the one function that does.
 func (b *bisection) step(moves bool) (done bool, culprit int) {
-	hinted := b.stage == 0 && b.hint > 0 && b.k == b.hint
 	switch {
 	case b.stage < 2 && moves:
-		b.stage, b.lo, b.hi = 2, b.floor, b.k
-	case b.stage == 0 && b.k < len(b.cand):
-		// The hint's prefix did not move it; the rest of its module's may.
-		b.floor, b.k = b.k, len(b.cand)
-		return false, -1
+		b.stage, b.lo, b.hi = 2, 0, b.k
 	case b.stage == 0:
-		b.cand, b.k, b.stage, b.floor = b.before, len(b.before), 1, 0
+		b.cand, b.k, b.stage = b.before, len(b.before), 1
 		return false, -1
 	case b.stage == 1:
 		return true, -1
@@ -346,25 +299,7 @@ func (b *bisection) step(moves bool) (done bool, culprit int) {
 		return true, b.cand[b.hi-1]
 	}
 	b.k = (b.lo + b.hi) / 2
-	if hinted {
-		b.k = b.hi - 1 // is it the hinted culprit itself?
-	}
 	return false, -1
-}
-
-// useHint makes the search try first the prefix of its own module's
-// functions that ends with one of the culprits (in the order found) when
-// one is among them.
-func (b *bisection) useHint(culprits []int) {
-	if b.stage != 0 {
-		return
-	}
-	for _, c := range culprits {
-		if i := slices.Index(b.cand, c); i >= 0 {
-			b.hint, b.k = i+1, i+1
-			return
-		}
-	}
 }
 
 // segment appends to sh a lone run of the run's calls of the given

@@ -11,7 +11,7 @@ import sys
 BODY_RAISED = 98
 
 
-def fork(body):
+def fork(body):  # nondet: ignore[pid, repeat] -- it returns the new child's pid
     """Forks a child that runs body() and exits (status 0, or BODY_RAISED
     when body raised); returns the child's pid. Everything the forker holds
     moves to the permanent generation first: the child's collector then

@@ -21,13 +21,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	k8s "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	manifests "github.com/nondet-sandbox/nondet-sandbox/deploy/kubernetes"
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
@@ -82,7 +80,10 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	objs := deployObjects(t)
+	objs, err := manifests.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var job *batchv1.Job
 	var sa *corev1.ServiceAccount
 	var binding *rbacv1.RoleBinding
@@ -278,28 +279,6 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	if !bytes.Equal(a, bb) {
 		t.Errorf("the Job's merged parts are not the whole scan:\n%s", firstDiff(a, bb))
 	}
-}
-
-// deployObjects decodes every manifest in deploy/kubernetes.
-func deployObjects(t *testing.T) []runtime.Object {
-	t.Helper()
-	files, _ := filepath.Glob("../../deploy/kubernetes/*.yaml")
-	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	var objs []runtime.Object
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(data), "\n---\n") {
-			obj, _, err := dec.Decode([]byte(doc), nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", filepath.Base(f), err)
-			}
-			objs = append(objs, obj)
-		}
-	}
-	return objs
 }
 
 // awaitNamespaceGone waits while an earlier run's namespace of that name

@@ -1,8 +1,6 @@
 package kubernetes
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/kubernetes/scheme"
+
+	manifests "github.com/nondet-sandbox/nondet-sandbox/deploy/kubernetes"
 )
 
 // TestDeployManifests: every object in deploy/kubernetes decodes strictly
@@ -20,25 +17,12 @@ import (
 // the Role grants what this runtime calls, and the NetworkPolicy denies
 // both ways to exactly the pods this runtime labels.
 func TestDeployManifests(t *testing.T) {
-	files, _ := filepath.Glob("../../deploy/kubernetes/*.yaml")
-	if len(files) < 3 {
-		t.Fatalf("manifests: %v", files)
+	objs, err := manifests.Objects()
+	if err != nil {
+		t.Fatal(err)
 	}
-	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	var objs []runtime.Object
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(data), "\n---\n") {
-			obj, _, err := dec.Decode([]byte(doc), nil, nil)
-			if err != nil {
-				t.Errorf("%s: %v", filepath.Base(f), err)
-				continue
-			}
-			objs = append(objs, obj)
-		}
+	if len(objs) < 3 {
+		t.Fatalf("deploy/kubernetes holds %d objects", len(objs))
 	}
 	var job *batchv1.Job
 	var role *rbacv1.Role

@@ -182,6 +182,10 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=64k"}},
+		// A devpts instance of the container's own, as any container has:
+		// code that opens a pseudo-terminal (pty.openpty) runs as it does
+		// elsewhere, and sees no terminal of the host.
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
 	}
 	for _, d := range SystemDirs {
 		mounts = append(mounts, roBind(d, d))

@@ -14,6 +14,7 @@ def main(argv):
     if len(argv) != 2 or argv[1] not in ("discover", "probe", "posture"):
         sys.stderr.write("usage: python WORKER_FOLDER discover|probe|posture 4<REQUEST.json\n")
         return 2
+    mode = argv[1]
     # The request comes on fd 4, which no path leads to; closed before
     # anything scanned runs.
     with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:
@@ -25,9 +26,13 @@ def main(argv):
             os._exit(posture.NETWORK_EXIT)
         seccomp.deny_io_uring()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
-    if argv[1] == "discover":
+    # Scanned code sees the command line of an interpreter given no
+    # script, as Python documents it: a main() that parses sys.argv must
+    # not be handed the worker's own mode as its first argument.
+    sys.argv[:] = [""]
+    if mode == "discover":
         discover.discover(req)
-    elif argv[1] == "posture":
+    elif mode == "posture":
         posture.posture(req)
     else:
         probe.probe(req)

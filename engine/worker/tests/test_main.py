@@ -121,6 +121,27 @@ class Entry(unittest.TestCase):
                 self.assertIsInstance(r.get("us"), int, r)
                 self.assertGreaterEqual(r["us"], 0, r)
 
+    def test_scanned_code_sees_an_interpreter_given_no_script(self):
+        # A main() that parses sys.argv sees no arguments, not the worker's
+        # mode; one that rewrites sys.argv leaves the next call the same.
+        root = tempfile.mkdtemp()
+        with open(os.path.join(root, "cli.py"), "w") as fh:
+            fh.write("import sys\n\ndef argv():\n    return list(sys.argv)\n\n"
+                     "def rewrite():\n    sys.argv[:] = ['prog', '--flag']\n")
+        plan = {
+            "nonce": "N", "start": 0, "skip": [], "call_timeout": 10, "import_timeout": 30,
+            "modules": [{"index": 0, "root": root, "name": "cli", "path": os.path.join(root, "cli.py")}],
+            "functions": [{"module": 0, "name": "argv", "arity": 0}, {"module": 0, "name": "rewrite", "arity": 0}],
+            "calls": [[0, 0], [1, 0], [0, 0]],
+        }
+        try:
+            recs, err = run("probe", plan)
+        finally:
+            import shutil
+            shutil.rmtree(root)
+        answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
+        self.assertEqual(answers, {0: 'V:[""]', 1: "V:None", 2: 'V:[""]'}, (recs, err))
+
 
 if __name__ == "__main__":
     unittest.main()

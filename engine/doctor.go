@@ -19,6 +19,10 @@ type Diagnosis struct {
 	Conditions []sandbox.Support `json:"conditions"`
 	Posture    Posture           `json:"posture"`
 	Limits     sandbox.Limits    `json:"limits_configured"`
+	// Guard: on a runtime that is not isolated, what else keeps its probes
+	// from the machine (the posture's writable list is then permission
+	// bits only).
+	Guard string `json:"guard,omitempty"`
 }
 
 // Posture is read from inside a probe container by the worker.
@@ -50,7 +54,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		return nil, err
 	}
 	defer closeScan()
-	d := &Diagnosis{Runtime: s.ex.opts.Runtime.Name(), Limits: s.ex.opts.Limits}
+	d := &Diagnosis{Runtime: s.ex.opts.Runtime.Name(), Limits: s.ex.opts.Limits, Guard: s.ex.opts.Runtime.Capabilities().Guard}
 	for _, c := range sandbox.Applied(sandbox.ByEngine) {
 		d.Conditions = append(d.Conditions, sandbox.Support{Condition: c, Applied: true})
 	}
@@ -117,6 +121,9 @@ func WriteDiagnosis(w io.Writer, d *Diagnosis) error {
 	fmt.Fprintf(tw, "  user\tuid %d, gid %d; uid map %q\n", p.UID, p.GID, p.UIDMap)
 	fmt.Fprintf(tw, "  process\tpid %d, hostname %q\n", p.Pid, p.Hostname)
 	fmt.Fprintf(tw, "  environment\t%s\n", strings.Join(p.Env, " "))
+	if d.Guard != "" {
+		fmt.Fprintf(tw, "  guard\t%s\n", d.Guard)
+	}
 	fmt.Fprintf(tw, "  limits\tmemory %d bytes, pids %d, tmpfs %d bytes, CPU %g cores (configured, 0: none); open files %d, processes %d, address space %d, CPU %.2f s per s busy (seen)\n",
 		d.Limits.MemoryBytes, d.Limits.Pids, d.Limits.TmpfsBytes, d.Limits.CPUs, p.Rlimits["RLIMIT_NOFILE"], p.Rlimits["RLIMIT_NPROC"], p.Rlimits["RLIMIT_AS"], p.CPUShare)
 	return tw.Flush()

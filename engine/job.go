@@ -110,6 +110,16 @@ func (w *watchdog) hasFired() bool {
 	return w.fired
 }
 
+// writable are the host folders a probe writes besides its own, on the
+// host: the scan's bytecode cache and its temporary folder (TMPDIR: the
+// same in every run, shown as $SCRATCH/tmp in answers).
+func (x *executor) writable() []string {
+	if x.opts.Runtime.Isolated() {
+		return nil
+	}
+	return []string{filepath.Join(x.scratch, "pycache"), filepath.Join(x.scratch, "conditions", "tmp")}
+}
+
 // env is the environment of a probe besides its run's conditions (which
 // Apply adds): an allow-list built here, never the caller's.
 func (x *executor) env() []string {
@@ -126,7 +136,10 @@ func (x *executor) env() []string {
 		// On the host, bytecode lives in the scan's own cache: a planted
 		// __pycache__/*.pyc beside a source the gate read is never run, and
 		// the scan's interpreters compile each module once between them.
-		env = append(env, "PYTHONPYCACHEPREFIX="+filepath.Join(x.scratch, "pycache"))
+		// Temporary files go to the scan's own folder, which the host's
+		// guard lets probes write.
+		w := x.writable()
+		env = append(env, "PYTHONPYCACHEPREFIX="+w[0], "TMPDIR="+w[1])
 	}
 	if x.locpath != "" {
 		env = append(env, "LOCPATH="+x.inside(x.locpath))
@@ -177,18 +190,19 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 	out := &jobOutcome{stderr: &tailBuffer{max: 8 << 10}, mark: -1}
 	stdout := &countingDiscard{}
 	job := &sandbox.Job{
-		ID:      scanlock.Prefix + id,
-		Argv:    append(x.interpreterArgv(), mode),
-		Env:     x.env(),
-		Binds:   x.binds,
-		Masks:   x.masks,
-		Records: w,
-		Input:   input,
-		Marks:   marks,
-		Stdout:  stdout,
-		Stderr:  out.stderr,
-		Scratch: scratch,
-		Limits:  x.opts.Limits,
+		ID:       scanlock.Prefix + id,
+		Argv:     append(x.interpreterArgv(), mode),
+		Env:      x.env(),
+		Binds:    x.binds,
+		Masks:    x.masks,
+		Records:  w,
+		Input:    input,
+		Marks:    marks,
+		Stdout:   stdout,
+		Stderr:   out.stderr,
+		Scratch:  scratch,
+		Writable: x.writable(),
+		Limits:   x.opts.Limits,
 	}
 	rc.Apply(job, sandbox.Applying{Faketime: x.faketime})
 	readDone := make(chan struct{})

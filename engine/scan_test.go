@@ -25,6 +25,7 @@ import (
 var cacheDir string
 
 func TestMain(m *testing.M) {
+	host.Init() // the host runtime's probes run under this binary as their shim
 	dir, err := os.MkdirTemp("", "nondet-sandbox-test-cache-")
 	if err != nil {
 		panic(err)
@@ -240,8 +241,10 @@ func TestGateRefusesWritersAndKeepsReadOnlyFindings(t *testing.T) {
 	if f := fn(t, rep, "writer.py::reads_file"); f.Verdict != engine.VerdictDeterministic {
 		t.Errorf("reads_file: %s: %s", f.Verdict, f.Reason)
 	}
-	// --unsafe lifts the gate: the file appears, which is why it is refused.
-	rep = scan(t, func(o *engine.Options) { o.Unsafe = true }, dir+"/writer.py::writes_file")
+	// --unsafe lifts the gate and the host's guard: the file appears,
+	// which is why it is refused.
+	unconfined := host.NewWith(host.Options{Unconfined: true})
+	rep = scanOn(t, unconfined, func(o *engine.Options) { o.Unsafe = true }, dir+"/writer.py::writes_file")
 	if f := fn(t, rep, "writer.py::writes_file"); f.Verdict == engine.VerdictNotProbed {
 		t.Errorf("--unsafe: still refused: %s", f.Reason)
 	}

@@ -17,6 +17,7 @@ type Settings struct {
 	Kubeconfig   string
 	Namespace    string
 	RuntimeClass string
+	Unsafe       bool // --unsafe: the host runtime runs its probes unconfined
 }
 
 // Registration is one runtime as the command line knows it: its name,

@@ -70,6 +70,10 @@ type Capabilities struct {
 	LimitsByRlimit bool
 	// PeakMemory: Exit.PeakMemory is measured.
 	PeakMemory bool
+	// Guard, for a runtime that is not isolated: what keeps its probes
+	// from the machine besides the static gate, in words for its warning
+	// ("" for nothing).
+	Guard string
 }
 
 // Ending gives a session its End: end runs once, however often End is
@@ -151,8 +155,12 @@ type Job struct {
 	// Scratch is a host directory the job may use for its own files; the
 	// host runtime puts the working directory and HOME under it.
 	Scratch string
-	Cond    Conditions
-	Limits  Limits
+	// Writable are the host directories a runtime without containers lets
+	// the job write besides its own (the scan's bytecode cache and
+	// temporary folder).
+	Writable []string
+	Cond     Conditions
+	Limits   Limits
 }
 
 // HomeDir is the job's HOME inside the sandbox: the run's, else

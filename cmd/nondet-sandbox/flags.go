@@ -81,7 +81,7 @@ func runtimeHelp() string {
 // settings are what the runtimes read of these options.
 func (o *sandboxOptions) settings() sandbox.Settings {
 	return sandbox.Settings{Seccomp: o.seccomp, UserNS: o.userns, OCIBinary: o.ociRuntime, Image: o.image,
-		Kubeconfig: o.kubeconfig, Namespace: o.namespace, RuntimeClass: o.runtimeCls}
+		Kubeconfig: o.kubeconfig, Namespace: o.namespace, RuntimeClass: o.runtimeCls, Unsafe: o.unconfined}
 }
 
 // sandboxOptions say where probes run and under which limits.
@@ -99,6 +99,7 @@ type sandboxOptions struct {
 	pids        int64
 	cpus        float64
 	notes       io.Writer // where --runtime auto says what it chose instead (standard error)
+	unconfined  bool      // --unsafe, of the commands that have it: the host runtime's probes run unconfined
 }
 
 func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
@@ -166,7 +167,7 @@ type callOptions struct {
 func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "interpreters running at once")
-	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate on the host runtime: run functions that could change the world")
+	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate and the guard on the host runtime: run functions that could change the world, unconfined")
 	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout, "how long a call may wait using no CPU (on input, a lock, a socket, a sleep) before it is named and stopped as past its limit; the call timeout or more turns it off")
 }

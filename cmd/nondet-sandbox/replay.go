@@ -74,7 +74,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	if err != nil {
 		return err
 	}
-	opts.notes = stderr
+	opts.notes, opts.unconfined = stderr, opts.unsafe
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {
 		return err

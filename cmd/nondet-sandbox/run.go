@@ -260,7 +260,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		rep.Finish()
 		return out.report(opts.format, rep)
 	}
-	opts.notes = stderr
+	opts.notes, opts.unconfined = stderr, opts.unsafe
 	rt, err := newRuntime(ctx, opts.runtimeName, opts.sandboxOptions)
 	if err != nil {
 		return err
@@ -268,7 +268,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	defer closeRuntime(rt)
 	if !rt.Isolated() {
 		// Said on every scan, quiet or not: what runs here runs as you.
-		fmt.Fprintln(stderr, "nondet-sandbox: warning: the host runtime is not a sandbox: the scanned code runs as you, on this machine, with only the static gate (which can be bypassed) between it and your files and network")
+		guard := rt.Capabilities().Guard
+		if guard == "" {
+			guard = "nothing else confines it (--unsafe)"
+		}
+		fmt.Fprintf(stderr, "nondet-sandbox: warning: the host runtime is not a sandbox: the scanned code runs as you, on this machine, behind the static gate (which can be bypassed); %s\n", guard)
 	}
 	seed := opts.seed
 	if seed == 0 {

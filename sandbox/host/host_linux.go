@@ -15,19 +15,41 @@ import (
 )
 
 // Runtime is the host backend.
-type Runtime struct{}
+type Runtime struct {
+	opts Options
+	self string // this binary, the probes' confining shim
+}
+
+// Options configure the runtime.
+type Options struct {
+	// Unconfined runs probes as they are, free to write where their user
+	// may (--unsafe); otherwise each runs under the shim of Init.
+	Unconfined bool
+}
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
-// New returns the host runtime.
-func New() *Runtime { return &Runtime{} }
+// New returns the host runtime, which confines its probes.
+func New() *Runtime { return NewWith(Options{}) }
+
+// NewWith returns the host runtime with o.
+func NewWith(o Options) *Runtime {
+	self, _ := os.Executable()
+	return &Runtime{opts: o, self: self}
+}
 
 func (*Runtime) Name() string   { return "host" }
 func (*Runtime) Isolated() bool { return false }
 
 // Capabilities: the peak memory is the process tree's maximum resident
-// set.
-func (*Runtime) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{PeakMemory: true} }
+// set; the guard is the shim's, unless the probes run unconfined.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	c := sandbox.Capabilities{PeakMemory: true}
+	if !r.opts.Unconfined {
+		c.Guard = ProbeGuard().Describe()
+	}
+	return c
+}
 
 func (*Runtime) Applies() []sandbox.Support {
 	no := func(c sandbox.Condition, why string) sandbox.Support {
@@ -47,12 +69,16 @@ func (*Runtime) Applies() []sandbox.Support {
 
 // Begin returns the scan's session, which knows where $SCRATCH is.
 func (r *Runtime) Begin(_ context.Context, scan sandbox.Scan) (sandbox.Session, error) {
-	return &session{scratch: filepath.Join(scan.Scratch, "conditions")}, nil
+	if !r.opts.Unconfined && (!initCalled || r.self == "") {
+		return nil, errors.New("host runtime: this binary cannot confine its probes (it does not call host.Init first thing); pass --unsafe to run them unconfined")
+	}
+	return &session{scratch: filepath.Join(scan.Scratch, "conditions"), rt: r}, nil
 }
 
 // session is one scan's processes.
 type session struct {
 	scratch string // the scan's; $SCRATCH in a job's paths
+	rt      *Runtime
 }
 
 // End has nothing to release: the engine removes the scratch directory.
@@ -89,14 +115,25 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	env := make([]string, 0, len(job.Env)+1)
 	for _, kv := range job.Env {
-		if len(kv) >= 5 && kv[:5] == "HOME=" {
+		if strings.HasPrefix(kv, "HOME=") {
 			continue
 		}
 		env = append(env, kv)
 	}
 	env = append(env, "HOME="+home)
 
-	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
+	argv := job.Argv
+	if !r.rt.opts.Unconfined {
+		// The shim lets the probe write only in its own folders.
+		writable := append([]string{home, cwd, job.Scratch}, job.Writable...)
+		for _, d := range writable[2:] {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return nil, fmt.Errorf("host runtime: %w", err)
+			}
+		}
+		argv = append(append(append([]string{r.rt.self, confineArg}, writable...), "--"), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = cwd
 	cmd.Stdout = job.Stdout

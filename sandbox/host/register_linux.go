@@ -9,6 +9,8 @@ import (
 func init() {
 	sandbox.Register(sandbox.Registration{
 		Name: "host", Rank: 90, Help: "no isolation",
-		New: func(context.Context, sandbox.Settings) (sandbox.Runtime, error) { return New(), nil },
+		New: func(_ context.Context, s sandbox.Settings) (sandbox.Runtime, error) {
+			return NewWith(Options{Unconfined: s.Unsafe}), nil
+		},
 	})
 }

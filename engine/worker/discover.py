@@ -71,6 +71,11 @@ def describe_module(path, rel, code=False):
     defs, classes = [], []
     _module_level(tree.body, defs, top_level, classes)
     names = {n.name for n in defs} | {c.name for c in classes}
+    # A module-level name bound to one callable by name (_write = open)
+    # is that callable wherever the module calls it.
+    for name, targets in _bindings(top_level, aliases).items():
+        if len(targets) == 1 and name not in names:
+            aliases[name] = targets.pop()
     funcs, by_name = [], {}
     for node in defs:
         by_name.setdefault(node.name, []).append(node)
@@ -448,24 +453,54 @@ def _dotted(expr, aliases):
     return ""
 
 
+def _bindings(body, aliases):
+    """The names a body binds to a callable by name (chmod = os.chmod;
+    stat_func, chmod_func = _stat, os.chmod), each with every dotted name
+    it is bound to somewhere in the body."""
+    out = {}
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if not isinstance(n, ast.Assign):
+                continue
+            for t in n.targets:
+                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
+                    pairs = zip(t.elts, n.value.elts)
+                else:
+                    pairs = [(t, n.value)]
+                for target, value in pairs:
+                    if isinstance(target, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
+                        name = _dotted(value, aliases)
+                        if name and not name.startswith("."):
+                            out.setdefault(target.id, set()).add(name)
+    return out
+
+
 def _facts(body, aliases, names):
-    """What the gate and the smell linter need: each call's dotted name, the
-    mode of every open(), and loops over sets."""
+    """What the gate and the smell linter need: each call's dotted name
+    (through the names the body binds to callables: a call of one is a
+    call of each callable it may be), the mode of every open(), and loops
+    over sets."""
     calls, set_iters = [], []
+    bound = _bindings(body, aliases)
     for stmt in body:
         for n in ast.walk(stmt):
             if isinstance(n, ast.Call):
-                name = _dotted(n.func, aliases)
-                if not name:
-                    continue
-                rec = {"name": name, "line": n.lineno}
-                if n.args or n.keywords:
-                    rec["args"] = len(n.args) + len(n.keywords)
-                if name in names:
-                    rec["local"] = True
-                if name in OPENERS:
-                    rec["mode"] = _open_mode(n)
-                calls.append(rec)
+                if isinstance(n.func, ast.Name) and n.func.id in bound and n.func.id not in aliases:
+                    called = sorted(bound[n.func.id])
+                else:
+                    called = [_dotted(n.func, aliases)]
+                for name in called:
+                    if not name:
+                        continue
+                    rec = {"name": name, "line": n.lineno}
+                    if n.args or n.keywords:
+                        rec["args"] = len(n.args) + len(n.keywords)
+                    if name in names:
+                        rec["local"] = True
+                    if name in OPENERS:
+                        rec["mode"] = _open_mode(n)
+                    calls.append(rec)
+                name = called[0]
                 if name in ("list", "tuple", "sorted", "enumerate", "iter", "next") and n.args and _is_set(n.args[0]):
                     set_iters.append(n.lineno)
             elif isinstance(n, (ast.For, ast.comprehension)) and _is_set(n.iter):

@@ -2,6 +2,7 @@
 
 import ast
 import os
+import tempfile
 import unittest
 
 from .. import discover, ladder
@@ -154,6 +155,23 @@ class Facts(unittest.TestCase):
         names = [c["name"] for c in f["facts"]["calls"]]
         self.assertEqual(names, ["os.remove", "shutil.rmtree", "helper"])
         self.assertTrue(f["facts"]["calls"][2]["local"])
+
+    def test_calls_resolve_through_names_bound_to_callables(self):
+        # shutil.copymode's shape: which chmod it calls depends on a branch.
+        f = self.facts("import os\ndef f(src, dst, follow):\n    if follow:\n"
+                       "        stat_func, chmod_func = os.stat, os.chmod\n    else:\n"
+                       "        stat_func, chmod_func = os.lstat, os.lchmod\n"
+                       "    chmod_func(dst, stat_func(src).st_mode)\n")
+        names = sorted(c["name"] for c in f["facts"]["calls"])
+        self.assertEqual(names, ["os.chmod", "os.lchmod", "os.lstat", "os.stat"])
+
+    def test_a_module_level_alias_is_its_callable(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as src:
+            src.write("_write = open\n\ndef plant(p):\n    with _write(p, 'w') as fh:\n        fh.write('x')\n")
+            src.flush()
+            rec = discover.describe_module(src.name, "m.py")
+        call = rec["functions"][0]["facts"]["calls"][0]
+        self.assertEqual((call["name"], call["mode"]), ("open", "w"))
 
     def test_open_modes(self):
         f = self.facts("def f(p, m):\n    open(p)\n    open(p, 'w')\n    open(p, mode=m)\n")

@@ -4,6 +4,7 @@ called on a fresh copy, then the governor's in-process breakers."""
 import copy
 import datetime as _dt
 import errno
+import os
 import pathlib
 import socket
 import threading
@@ -20,6 +21,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
     first call, marking each call's start in mark and queueing a result
     record per call."""
     state = ProcessState()
+    me = os.getpid()
     modules = plan["modules"]
     loaded = {}
     rungs = {}
@@ -74,6 +76,10 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         reach = []
         t0 = _clock()
         v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
+        if os.getpid() != me:
+            # A process the call forked (os.fork, pty.fork) returned into
+            # the probe: only the caller speaks for the call.
+            os._exit(0)
         rec["us"] = int((_clock() - t0) * 1e6)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0

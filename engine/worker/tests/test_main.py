@@ -142,6 +142,28 @@ class Entry(unittest.TestCase):
         answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
         self.assertEqual(answers, {0: 'V:[""]', 1: "V:None", 2: 'V:[""]'}, (recs, err))
 
+    def test_a_process_the_call_forked_does_not_answer(self):
+        # The forked process returns into the probe too; only the caller's
+        # answer is the call's, once.
+        root = tempfile.mkdtemp()
+        with open(os.path.join(root, "forks.py"), "w") as fh:
+            # The caller answers last, so a forked process would be first.
+            fh.write("import os, time\n\ndef forks():\n    pid = os.fork()\n    if pid:\n"
+                     "        time.sleep(0.2)\n    return pid == 0\n")
+        plan = {
+            "nonce": "N", "start": 0, "skip": [], "call_timeout": 10, "import_timeout": 30,
+            "modules": [{"index": 0, "root": root, "name": "forks", "path": os.path.join(root, "forks.py")}],
+            "functions": [{"module": 0, "name": "forks", "arity": 0}],
+            "calls": [[0, 0], [0, 0]],
+        }
+        try:
+            recs, err = run("probe", plan)
+        finally:
+            import shutil
+            shutil.rmtree(root)
+        answers = [(r["i"], r.get("v", r.get("x"))) for r in recs if r["k"] == "r"]
+        self.assertEqual(answers, [(0, "V:False"), (1, "V:False")], (recs, err))
+
 
 if __name__ == "__main__":
     unittest.main()

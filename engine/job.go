@@ -110,14 +110,32 @@ func (w *watchdog) hasFired() bool {
 	return w.fired
 }
 
-// writable are the host folders a probe writes besides its own, on the
-// host: the scan's bytecode cache and its temporary folder (TMPDIR: the
-// same in every run, shown as $SCRATCH/tmp in answers).
+// hostFolders are the scan's folders that its probes use on the host:
+// the bytecode cache of what the scanned code imports and the temporary
+// folder (TMPDIR: the same in every run, $TMPDIR in answers), both of
+// which the host's guard lets them write, and the worker's own bytecode
+// cache, which it does not: a probe that could rewrite the worker's
+// bytecode would speak for every later call. None lies inside another,
+// or inside a run's working directory or HOME.
+type hostFolders struct {
+	pycache, tmp, workerPycache string
+}
+
+func (x *executor) hostFolders() hostFolders {
+	return hostFolders{
+		pycache:       filepath.Join(x.scratch, "pycache"),
+		tmp:           filepath.Join(x.scratch, "tmp"),
+		workerPycache: filepath.Join(x.scratch, "pycache-worker"),
+	}
+}
+
+// writable are the host folders a probe writes besides its own.
 func (x *executor) writable() []string {
 	if x.opts.Runtime.Isolated() {
 		return nil
 	}
-	return []string{filepath.Join(x.scratch, "pycache"), filepath.Join(x.scratch, "conditions", "tmp")}
+	f := x.hostFolders()
+	return []string{f.pycache, f.tmp}
 }
 
 // env is the environment of a probe besides its run's conditions (which
@@ -133,13 +151,14 @@ func (x *executor) env() []string {
 	if x.opts.Runtime.Isolated() {
 		env = append(env, "PYTHONDONTWRITEBYTECODE=1")
 	} else {
-		// On the host, bytecode lives in the scan's own cache: a planted
+		// On the host, bytecode lives in the scan's own caches: a planted
 		// __pycache__/*.pyc beside a source the gate read is never run, and
 		// the scan's interpreters compile each module once between them.
-		// Temporary files go to the scan's own folder, which the host's
-		// guard lets probes write.
-		w := x.writable()
-		env = append(env, "PYTHONPYCACHEPREFIX="+w[0], "TMPDIR="+w[1])
+		// The worker starts on its own cache and moves to the scanned
+		// code's (NONDET_PYCACHE_PREFIX, which it takes out of the
+		// environment) before anything scanned runs.
+		f := x.hostFolders()
+		env = append(env, "PYTHONPYCACHEPREFIX="+f.workerPycache, "NONDET_PYCACHE_PREFIX="+f.pycache, "TMPDIR="+f.tmp)
 	}
 	if x.locpath != "" {
 		env = append(env, "LOCPATH="+x.inside(x.locpath))

@@ -508,14 +508,15 @@ func (a *shardRun) arm(d time.Duration) { a.wd.arm(d) }
 func (a *shardRun) kill()               { a.wd.kill() }
 
 // unplace writes the host runtime's scratch directory, where HOME and the
-// working directory live there, as $SCRATCH in an answer: the report holds
-// no temporary paths, and two runs' answers compare on the condition, not
-// on where the scan happened to make it.
+// working directory live there, as $SCRATCH in an answer, and its TMPDIR
+// as $TMPDIR: the report holds no temporary paths, and two runs' answers
+// compare on the condition, not on where the scan happened to make it.
 func (x *executor) unplace(v string) string {
 	if x.opts.Runtime.Isolated() || v == "" {
 		return v
 	}
-	return strings.ReplaceAll(v, filepath.Join(x.scratch, "conditions"), sandbox.ScratchVar)
+	return strings.NewReplacer(filepath.Join(x.scratch, "conditions"), sandbox.ScratchVar,
+		x.hostFolders().tmp, "$TMPDIR").Replace(v)
 }
 
 // sandboxCause says what of the sandbox a raised call's trace names (see

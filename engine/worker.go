@@ -75,12 +75,16 @@ func WriteWorker(dir string) error {
 func compileWorker(ctx context.Context, python, dir, inside string, env []string) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	const script = `import importlib.util, os, py_compile, sys
+	// The entry's imports run too (its guarded parts do not), so the
+	// standard library the worker loads before anything scanned is cached
+	// with it: on the host, probes cannot write the worker's cache.
+	const script = `import importlib.util, os, py_compile, runpy, sys
 folder, inside = sys.argv[1:3]
 for name in sorted(os.listdir(folder)):
     if name.endswith(".py"):
         src = os.path.join(folder, name)
         py_compile.compile(src, cfile=importlib.util.cache_from_source(src), dfile=os.path.join(inside, name), doraise=True)
+runpy.run_path(os.path.join(folder, "__main__.py"), run_name="_nondet_compile")
 `
 	args := []string{"-I", "-S"}
 	for _, kv := range env {

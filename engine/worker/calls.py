@@ -4,11 +4,11 @@ called on a fresh copy, then the governor's in-process breakers."""
 import copy
 import datetime as _dt
 import errno
-import os
 import pathlib
 import socket
 import threading
 import types
+from os import _exit, getpid as _getpid  # bound now, as the clock: scanned code may replace os's
 from time import perf_counter as _clock  # bound now: scanned code may replace time's
 
 from .canon import NoCanon, _typename, answer, raised
@@ -21,7 +21,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
     first call, marking each call's start in mark and queueing a result
     record per call."""
     state = ProcessState()
-    me = os.getpid()
+    me = _getpid()
     modules = plan["modules"]
     loaded = {}
     rungs = {}
@@ -76,10 +76,10 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         reach = []
         t0 = _clock()
         v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
-        if os.getpid() != me:
+        if _getpid() != me:
             # A process the call forked (os.fork, pty.fork) returned into
             # the probe: only the caller speaks for the call.
-            os._exit(0)
+            _exit(0)
         rec["us"] = int((_clock() - t0) * 1e6)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0

@@ -73,8 +73,8 @@ def describe_module(path, rel, code=False):
     names = {n.name for n in defs} | {c.name for c in classes}
     # A module-level name bound to one callable by name (_write = open)
     # is that callable wherever the module calls it.
-    for name, targets in _bindings(top_level, aliases).items():
-        if len(targets) == 1 and name not in names:
+    for name, targets in _bindings(tree.body, aliases).items():
+        if len(targets) == 1 and name not in names and name not in aliases:
             aliases[name] = targets.pop()
     funcs, by_name = [], {}
     for node in defs:
@@ -458,10 +458,8 @@ def _bindings(body, aliases):
     stat_func, chmod_func = _stat, os.chmod), each with every dotted name
     it is bound to somewhere in the body."""
     out = {}
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if not isinstance(n, ast.Assign):
-                continue
+    for n in _own_scope(body):
+        if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
                     pairs = zip(t.elts, n.value.elts)
@@ -473,6 +471,17 @@ def _bindings(body, aliases):
                         if name and not name.startswith("."):
                             out.setdefault(target.id, set()).add(name)
     return out
+
+
+def _own_scope(body):
+    """The nodes of body's own scope: not those of the functions, classes
+    and lambdas defined in it, whose names are their own."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    todo = [n for n in body if not isinstance(n, scopes)]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, scopes))
 
 
 def _facts(body, aliases, names):

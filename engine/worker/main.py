@@ -15,6 +15,11 @@ def main(argv):
         sys.stderr.write("usage: python WORKER_FOLDER discover|probe|posture 4<REQUEST.json\n")
         return 2
     mode = argv[1]
+    # On the host the worker's bytecode is cached where probes cannot
+    # write, and what scanned code imports where they can (engine/job.go).
+    prefix = os.environ.pop("NONDET_PYCACHE_PREFIX", None)
+    if prefix:
+        sys.pycache_prefix = prefix
     # The request comes on fd 4, which no path leads to; closed before
     # anything scanned runs.
     with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,9 +25,9 @@ import (
 // probe's confining shim: `BINARY host-confine DIR... -- COMMAND...`.
 const confineArg = "host-confine"
 
-// ConfineExit is the shim's exit status when it could not confine the
-// probe; it then runs nothing.
-const ConfineExit = 125
+// confineExit is the shim's exit status when it could not confine the
+// probe; it then runs nothing, and says why on standard error.
+const confineExit = 125
 
 // initCalled says the binary calls Init, so it can be its own shim.
 var initCalled bool
@@ -39,7 +40,7 @@ func Init() {
 	if len(os.Args) > 1 && os.Args[1] == confineArg {
 		err := confineExec(os.Args[2:])
 		fmt.Fprintf(os.Stderr, "nondet-sandbox: the host runtime could not confine a probe: %v\n", err)
-		os.Exit(ConfineExit)
+		os.Exit(confineExit)
 	}
 }
 
@@ -52,16 +53,34 @@ type Guard struct {
 	Seccomp  bool
 }
 
-// Describe is the guard in the words the warning of every host scan uses.
+// Describe is the guard in the words the warning of every host scan uses:
+// what this kernel's Landlock ABI and this binary enforce, and no more.
 func (g Guard) Describe() string {
 	var parts []string
-	if g.Landlock > 0 {
-		parts = append(parts, fmt.Sprintf("Landlock (ABI %d) refuses writes outside the scan's own folders, TCP, and signals beyond the probe's processes", g.Landlock))
-	} else {
-		parts = append(parts, "this kernel has no Landlock, so nothing but the static gate keeps the code from writing your files")
+	switch {
+	case g.Landlock == 0:
+		parts = append(parts, "this kernel has no Landlock (Linux 5.13 and later), so nothing but the static gate keeps the code from writing your files")
+	default:
+		kept := []string{"writes outside the scan's own folders"}
+		missing := []string{}
+		for _, f := range []struct {
+			abi  int
+			what string
+		}{{3, "truncation"}, {4, "TCP"}, {5, "device ioctls"}, {6, "signals to processes not its own"}} {
+			if g.Landlock >= f.abi {
+				kept = append(kept, f.what)
+			} else {
+				missing = append(missing, f.what)
+			}
+		}
+		part := fmt.Sprintf("Landlock (ABI %d) refuses %s", g.Landlock, strings.Join(kept, ", "))
+		if len(missing) > 0 {
+			part += " but not " + strings.Join(missing, ", ") + " (a newer kernel has them)"
+		}
+		parts = append(parts, part)
 	}
 	if g.Seccomp {
-		parts = append(parts, "seccomp refuses file metadata changes, new sockets and privileged calls")
+		parts = append(parts, "seccomp refuses file metadata changes, new sockets, ptrace and privileged calls")
 	} else {
 		parts = append(parts, "this binary has no seccomp (build it with -tags seccomp, as make does), so file modes, owners, times and sockets are not guarded")
 	}
@@ -86,13 +105,23 @@ func confineExec(args []string) error {
 		return errors.New("usage: host-confine DIR... -- COMMAND...")
 	}
 	writable, argv := args[:i], args[i+1:]
+	// A folder reached through a link would grant what the link points
+	// to, which a probe may have planted.
+	for _, d := range writable {
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
+			return fmt.Errorf("the writable folder %s is not a folder of its own (a link, or missing): refusing to run", d)
+		}
+	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return err
 	}
-	filter, err := probeSeccomp()
-	if err != nil {
-		return err
+	g := ProbeGuard()
+	var filter *configs.Seccomp
+	if g.Seccomp {
+		if filter, err = probeSeccomp(g); err != nil {
+			return err
+		}
 	}
 	// Every restriction below holds for this thread, which then execs:
 	// the new program has only the restricted thread's credentials.
@@ -103,11 +132,16 @@ func confineExec(args []string) error {
 	// Reads and execs anywhere; writes, removals, links and truncation
 	// only in the scan's folders; no TCP binds or connects (no rules for
 	// them), no signals or abstract sockets beyond the probe's own
-	// processes. Best effort: a kernel without Landlock restricts nothing,
-	// and the scan says so.
+	// processes. Best effort: each right where the kernel has it (a rule
+	// asking for one it lacks would drop Landlock whole), and the scan
+	// says which.
+	rw := landlock.RWDirs(writable...)
+	if g.Landlock >= 2 {
+		rw = rw.WithRefer()
+	}
 	rules := []landlock.Rule{landlock.RODirs("/"), landlock.RWFiles("/dev/null")}
 	if len(writable) > 0 {
-		rules = append(rules, landlock.RWDirs(writable...).WithRefer())
+		rules = append(rules, rw)
 	}
 	fd, flags, err := landlock.V11.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
@@ -120,10 +154,16 @@ func confineExec(args []string) error {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
-	if seccomp.Enabled {
+	if filter != nil {
 		if _, err := seccomp.InitSeccomp(filter); err != nil {
 			return fmt.Errorf("seccomp: %w", err)
 		}
+	}
+	// Only the job's descriptors (stdio, records, input, marks) go on: one
+	// the caller left open without close-on-exec would be a way out that
+	// Landlock, which checks opens, never sees.
+	if err := unix.CloseRange(6, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
 	return syscall.Exec(path, argv, os.Environ())
 }
@@ -140,12 +180,20 @@ var refused = []string{
 	"utime", "utimes", "futimesat", "utimensat",
 	"setxattr", "lsetxattr", "fsetxattr", "setxattrat",
 	"removexattr", "lremovexattr", "fremovexattr", "removexattrat",
-	"socket",
+	"socket", "socketcall", "ptrace",
 }
+
+// refusedBelowABI3 are refused as well where Landlock cannot refuse
+// truncating a file outside the scan (before ABI 3).
+var refusedBelowABI3 = []string{"truncate", "ftruncate"}
 
 // probeSeccomp is Docker's default profile for a process with no
 // capabilities, less the calls in refused.
-func probeSeccomp() (*configs.Seccomp, error) {
+func probeSeccomp(g Guard) (*configs.Seccomp, error) {
+	deny := refused
+	if g.Landlock < 3 {
+		deny = append(slices.Clone(refused), refusedBelowABI3...)
+	}
 	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
 	sc, err := mobyseccomp.GetDefaultProfile(spec)
 	if err != nil {
@@ -160,7 +208,7 @@ func probeSeccomp() (*configs.Seccomp, error) {
 			kept = append(kept, s)
 			continue
 		}
-		s.Names = slices.DeleteFunc(slices.Clone(s.Names), func(n string) bool { return slices.Contains(refused, n) })
+		s.Names = slices.DeleteFunc(slices.Clone(s.Names), func(n string) bool { return slices.Contains(deny, n) })
 		if len(s.Names) > 0 {
 			kept = append(kept, s)
 		}

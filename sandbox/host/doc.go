@@ -4,14 +4,16 @@
 // is not hidden, and it runs as the user who runs the scan.
 //
 // It is not unguarded either. Each probe starts under a shim (this binary
-// re-executed, Init) that confines it and everything it starts before the
-// interpreter runs: Landlock lets it write only in its own folders (its
-// working directory, HOME, TMPDIR and the scan's bytecode cache) and
-// refuses TCP and signals beyond its own processes where the kernel has
-// them; seccomp refuses, wherever the file is, the metadata changes
-// Landlock does not govern (modes, owners, times, extended attributes),
-// new sockets, and what Docker's profile refuses a process without
-// capabilities. So a write the static gate cannot see (a function reached
-// through another name) fails instead of changing the machine. --unsafe
-// lifts both the gate and the guard.
+// re-executed, Init), in a session of its own, which confines it and all
+// it starts before the interpreter runs: only the job's descriptors go
+// on; Landlock lets it write only in its own folders (its working
+// directory, HOME, and the scan's TMPDIR and bytecode cache, given as
+// Job.Writable; a folder that is a link refuses the job) and refuses
+// truncation, TCP and signals beyond its own processes, each where the
+// kernel has it; seccomp refuses, wherever the file is, the metadata
+// changes Landlock does not govern (modes, owners, times, extended
+// attributes), new sockets, ptrace, and what Docker's profile refuses a
+// process without capabilities. So a write the static gate cannot see
+// fails instead of changing the machine. Guard says which parts this
+// kernel and binary give; --unsafe lifts the gate and the guard.
 package host

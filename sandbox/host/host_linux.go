@@ -101,7 +101,7 @@ func (r *session) place(path, fallback string) (string, error) {
 // (parent-death signal), and the engine sweeps its own directories.
 func (*Runtime) Sweep(context.Context, func(string) bool) ([]string, error) { return nil, nil }
 
-// Run starts the interpreter in its own process group, with HOME and the
+// Run starts the interpreter in its own session (and process group), with HOME and the
 // working directory made fresh under the job's scratch directory, and
 // kills the whole group when it ends or ctx is cancelled.
 func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {
@@ -125,12 +125,12 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	argv := job.Argv
 	if !r.rt.opts.Unconfined {
 		// The shim lets the probe write only in its own folders.
-		writable := append([]string{home, cwd, job.Scratch}, job.Writable...)
-		for _, d := range writable[2:] {
+		for _, d := range append([]string{job.Scratch}, job.Writable...) {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return nil, fmt.Errorf("host runtime: %w", err)
 			}
 		}
+		writable := append([]string{home, cwd, job.Scratch}, job.Writable...)
 		argv = append(append(append([]string{r.rt.self, confineArg}, writable...), "--"), argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -139,7 +139,9 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
 	cmd.ExtraFiles = job.Files()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A session of its own: no controlling terminal to write to or to
+	// push input into, and its group is the session's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 
 	// The umask is the worker's to set (the engine puts it in the plan):

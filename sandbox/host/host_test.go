@@ -43,7 +43,7 @@ func TestIntegrity(t *testing.T) {
 // nothing of the machine; the same probe run unconfined (--unsafe) does
 // all of it, so each check can fail.
 func TestGuard(t *testing.T) {
-	if g := host.ProbeGuard(); g.Landlock == 0 || !g.Seccomp {
+	if g := host.ProbeGuard(); g.Landlock < 6 || !g.Seccomp {
 		testenv.Skip(t, "the guard is not whole here: "+g.Describe())
 	}
 	py := testenv.Python(t)
@@ -66,6 +66,13 @@ func TestGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	// Open for writing without close-on-exec, as a caller's shell may
+	// leave a descriptor: the probe must not inherit it.
+	leaked, err := syscall.Open(kept, syscall.O_WRONLY|syscall.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leaked)
 
 	// Each attempt writes its name and what came of it on fd 3.
 	code := `
@@ -77,13 +84,15 @@ def attempt(name, f):
         out.write(name + " done\n")
     except Exception as e:
         out.write(name + " refused " + type(e).__name__ + "\n")
-kept, port, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+kept, port, pid, leaked = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def write(path):
     with open(path, "w") as fh:
         fh.write("x")
 attempt("write-outside", lambda: write(os.path.join(os.path.dirname(kept), "planted.txt")))
 attempt("child-write-outside", lambda: subprocess.run(["/bin/sh", "-c", "echo x > \"$0\"", kept], check=True))
 attempt("chmod", lambda: os.chmod(kept, 0o600))
+attempt("truncate", lambda: os.truncate(kept, 0))
+attempt("inherited", lambda: os.write(leaked, b"x"))
 attempt("utime", lambda: os.utime(kept))
 attempt("connect", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
 attempt("signal", lambda: os.kill(pid, 15))
@@ -94,7 +103,7 @@ attempt("write-devnull", lambda: write(os.devnull))
 `
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	pid := strconv.Itoa(sleeper.Process.Pid)
-	run := func(rt *host.Runtime) string {
+	run := func(rt *host.Runtime, linkTmp bool) (string, *sandbox.Exit) {
 		scratch := t.TempDir()
 		sess, err := rt.Begin(context.Background(), sandbox.Scan{ID: "guard", Scratch: scratch, Jobs: 1})
 		if err != nil {
@@ -108,11 +117,17 @@ attempt("write-devnull", lambda: write(os.devnull))
 		defer r.Close()
 		var stderr bytes.Buffer
 		tmp := filepath.Join(scratch, "tmp")
-		job := &sandbox.Job{ID: "guard", Argv: []string{py, "-I", "-c", code, kept, port, pid},
+		if linkTmp { // as a probe could have left it for the next
+			if err := os.Symlink(outside, tmp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		job := &sandbox.Job{ID: "guard", Argv: []string{py, "-I", "-c", code, kept, port, pid, strconv.Itoa(leaked)},
 			Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, Dir: sandbox.ScratchVar + "/cwd", Records: w,
 			Stdout: io.Discard, Stderr: &stderr, Scratch: filepath.Join(scratch, "job"), Writable: []string{tmp},
 			Cond: sandbox.Conditions{Home: sandbox.ScratchVar + "/home", Umask: 0o022}}
-		if _, err := sess.Run(context.Background(), job); err != nil {
+		exit, err := sess.Run(context.Background(), job)
+		if err != nil {
 			t.Fatal(err)
 		}
 		w.Close()
@@ -120,12 +135,13 @@ attempt("write-devnull", lambda: write(os.devnull))
 		if stderr.Len() > 0 {
 			t.Logf("stderr: %s", stderr.String())
 		}
-		return string(got)
+		return string(got), exit
 	}
 
-	got := run(host.New())
+	got, _ := run(host.New(), false)
 	for _, want := range []string{
 		"write-outside refused PermissionError", "child-write-outside refused", "chmod refused PermissionError",
+		"truncate refused PermissionError", "inherited refused OSError",
 		"utime refused PermissionError", "connect refused PermissionError", "signal refused PermissionError",
 		"write-tmp done", "write-home done", "write-cwd done", "write-devnull done",
 	} {
@@ -147,8 +163,13 @@ attempt("write-devnull", lambda: write(os.devnull))
 		t.Errorf("confined: the probe signalled a process of the machine")
 	}
 
+	// A writable folder that is a link (to outside) runs nothing.
+	if got, exit := run(host.New(), true); got != "" || exit.Code == 0 {
+		t.Errorf("a linked TMPDIR: the probe ran (exit %+v):\n%s", exit, got)
+	}
+
 	// Unconfined, the same probe does it all: the checks above can fail.
-	got = run(host.NewWith(host.Options{Unconfined: true}))
+	got, _ = run(host.NewWith(host.Options{Unconfined: true}), false)
 	for _, want := range []string{"write-outside done", "chmod done", "connect done"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("unconfined: want %q in\n%s", want, got)

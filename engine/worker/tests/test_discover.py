@@ -173,6 +173,17 @@ class Facts(unittest.TestCase):
         call = rec["functions"][0]["facts"]["calls"][0]
         self.assertEqual((call["name"], call["mode"]), ("open", "w"))
 
+    def test_a_binding_never_hides_an_import_nor_leaves_its_scope(self):
+        src = ("from os import remove as rm\nimport os\nif False:\n    rm = len\n"
+               "class FS:\n    unlink = os.unlink\n"
+               "def prune(p, unlink):\n    rm(p)\n    unlink(p)\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as fh:
+            fh.write(src)
+            fh.flush()
+            rec = discover.describe_module(fh.name, "m.py")
+        names = [c["name"] for c in rec["functions"][0]["facts"]["calls"]]
+        self.assertEqual(names, ["os.remove", "unlink"])
+
     def test_open_modes(self):
         f = self.facts("def f(p, m):\n    open(p)\n    open(p, 'w')\n    open(p, mode=m)\n")
         self.assertEqual([c["mode"] for c in f["facts"]["calls"]], ["r", "w", "?"])

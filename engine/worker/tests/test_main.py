@@ -6,6 +6,7 @@ import ast
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,7 +111,6 @@ class Entry(unittest.TestCase):
         try:
             recs, err = run("probe", plan)
         finally:
-            import shutil
             shutil.rmtree(root)
         answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
         self.assertEqual(answers, {0: "V:canon.T:T", 1: 'V:["probe",[None,None,None],True]'}, (recs, err))
@@ -124,46 +124,41 @@ class Entry(unittest.TestCase):
     def test_scanned_code_sees_an_interpreter_given_no_script(self):
         # A main() that parses sys.argv sees no arguments, not the worker's
         # mode; one that rewrites sys.argv leaves the next call the same.
-        root = tempfile.mkdtemp()
-        with open(os.path.join(root, "cli.py"), "w") as fh:
-            fh.write("import sys\n\ndef argv():\n    return list(sys.argv)\n\n"
-                     "def rewrite():\n    sys.argv[:] = ['prog', '--flag']\n")
-        plan = {
-            "nonce": "N", "start": 0, "skip": [], "call_timeout": 10, "import_timeout": 30,
-            "modules": [{"index": 0, "root": root, "name": "cli", "path": os.path.join(root, "cli.py")}],
-            "functions": [{"module": 0, "name": "argv", "arity": 0}, {"module": 0, "name": "rewrite", "arity": 0}],
-            "calls": [[0, 0], [1, 0], [0, 0]],
-        }
-        try:
-            recs, err = run("probe", plan)
-        finally:
-            import shutil
-            shutil.rmtree(root)
-        answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
-        self.assertEqual(answers, {0: 'V:[""]', 1: "V:None", 2: 'V:[""]'}, (recs, err))
+        answers = probe_one("import sys\n\ndef argv():\n    return list(sys.argv)\n\n"
+                            "def rewrite():\n    sys.argv[:] = ['prog', '--flag']\n",
+                            ["argv", "rewrite"], [[0, 0], [1, 0], [0, 0]])
+        self.assertEqual(answers, [(0, 'V:[""]'), (1, "V:None"), (2, 'V:[""]')])
 
     def test_a_process_the_call_forked_does_not_answer(self):
         # The forked process returns into the probe too; only the caller's
-        # answer is the call's, once.
-        root = tempfile.mkdtemp()
-        with open(os.path.join(root, "forks.py"), "w") as fh:
-            # The caller answers last, so a forked process would be first.
-            fh.write("import os, time\n\ndef forks():\n    pid = os.fork()\n    if pid:\n"
-                     "        time.sleep(0.2)\n    return pid == 0\n")
+        # answer is the call's, once. The caller answers last, so a forked
+        # process would be first.
+        answers = probe_one("import os, time\n\ndef forks():\n    pid = os.fork()\n    if pid:\n"
+                            "        time.sleep(0.2)\n    return pid == 0\n",
+                            ["forks"], [[0, 0], [0, 0]])
+        self.assertEqual(answers, [(0, "V:False"), (1, "V:False")])
+
+
+def probe_one(source, names, calls):
+    """Probes the functions names (no arguments) of one module made of
+    source, with calls, and returns each call's answer."""
+    root = tempfile.mkdtemp()
+    try:
+        path = os.path.join(root, "scanned.py")
+        with open(path, "w") as fh:
+            fh.write(source)
         plan = {
             "nonce": "N", "start": 0, "skip": [], "call_timeout": 10, "import_timeout": 30,
-            "modules": [{"index": 0, "root": root, "name": "forks", "path": os.path.join(root, "forks.py")}],
-            "functions": [{"module": 0, "name": "forks", "arity": 0}],
-            "calls": [[0, 0], [0, 0]],
+            "modules": [{"index": 0, "root": root, "name": "scanned", "path": path}],
+            "functions": [{"module": 0, "name": n, "arity": 0} for n in names],
+            "calls": calls,
         }
-        try:
-            recs, err = run("probe", plan)
-        finally:
-            import shutil
-            shutil.rmtree(root)
-        answers = [(r["i"], r.get("v", r.get("x"))) for r in recs if r["k"] == "r"]
-        self.assertEqual(answers, [(0, "V:False"), (1, "V:False")], (recs, err))
-
+        recs, err = run("probe", plan)
+    finally:
+        shutil.rmtree(root)
+    if not recs or recs[-1]["k"] != "done":
+        raise AssertionError("the probe did not finish: %s\n%s" % (recs, err))
+    return [(r["i"], r.get("v", r.get("x"))) for r in recs if r["k"] == "r"]
 
 if __name__ == "__main__":
     unittest.main()

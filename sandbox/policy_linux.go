@@ -323,19 +323,28 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 		}
 	}
 	if p.Seccomp {
-		sc, err := mobyseccomp.GetDefaultProfile(spec)
+		sc, err := SeccompProfile(spec)
 		if err != nil {
-			return nil, fmt.Errorf("seccomp profile: %w", err)
-		}
-		if runtime.GOARCH == "amd64" {
-			// The native architecture only: compiling the profile for x86
-			// and x32 as well costs about 45 ms per container, and a
-			// foreign-architecture syscall is then refused outright.
-			sc.Architectures = []specs.Arch{specs.ArchX86_64}
+			return nil, err
 		}
 		spec.Linux.Seccomp = sc
 	}
 	return spec, nil
+}
+
+// SeccompProfile is Docker's default profile (moby's) for spec's process
+// and its capabilities, for the native architecture only: compiling it
+// for x86 and x32 as well costs about 45 ms per process, and a
+// foreign-architecture syscall is then refused outright.
+func SeccompProfile(spec *specs.Spec) (*specs.LinuxSeccomp, error) {
+	sc, err := mobyseccomp.GetDefaultProfile(spec)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	if runtime.GOARCH == "amd64" {
+		sc.Architectures = []specs.Arch{specs.ArchX86_64}
+	}
+	return sc, nil
 }
 
 // DecodeShimStatus turns the pid shim's exit status back into the

@@ -13,12 +13,13 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	mobyseccomp "github.com/moby/profiles/seccomp"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/seccomp"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // confineArg is the first argument of this binary re-executed as a
@@ -194,13 +195,9 @@ func probeSeccomp(g Guard) (*configs.Seccomp, error) {
 	if g.Landlock < 3 {
 		deny = append(slices.Clone(refused), refusedBelowABI3...)
 	}
-	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
-	sc, err := mobyseccomp.GetDefaultProfile(spec)
+	sc, err := sandbox.SeccompProfile(&specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}})
 	if err != nil {
-		return nil, fmt.Errorf("seccomp profile: %w", err)
-	}
-	if runtime.GOARCH == "amd64" {
-		sc.Architectures = []specs.Arch{specs.ArchX86_64}
+		return nil, err
 	}
 	kept := sc.Syscalls[:0]
 	for _, s := range sc.Syscalls {

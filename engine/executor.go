@@ -52,10 +52,13 @@ type executor struct {
 	// main runs do not wait for them again; notWaited counts those skips.
 	pastLimit pastLimit
 	notWaited atomic.Int64
-	children  atomic.Int64 // the worker children the plans asked for
-	spentMu   sync.Mutex
-	spent     Spent                    // where the interpreters' time went, since the scan began
-	funcTime  map[string]*FunctionTime // the phase's calls that answered, per function
+	// overBudget counts the runs in which a function's calls took its
+	// budget (Options.FunctionBudget).
+	overBudget atomic.Int64
+	children   atomic.Int64 // the worker children the plans asked for
+	spentMu    sync.Mutex
+	spent      Spent                    // where the interpreters' time went, since the scan began
+	funcTime   map[string]*FunctionTime // the phase's calls that answered, per function
 }
 
 // timeCall adds one answered call's time to its function's in the phase.
@@ -361,6 +364,7 @@ func (x *executor) phase(name string) (end func()) {
 	x.tasksPlanned.Store(0)
 	x.phaseNow.Store(&name)
 	start, procs, waits, children, spent := time.Now(), x.processes.Load(), x.notWaited.Load(), x.children.Load(), x.spentSoFar()
+	budgets := x.overBudget.Load()
 	x.slowest() // what an earlier phase left
 	if x.opts.Progress != nil {
 		x.opts.Progress(Progress{Phase: name})
@@ -371,7 +375,7 @@ func (x *executor) phase(name string) (end func()) {
 			d := Spent{Start: now.Start - spent.Start, Imports: now.Imports - spent.Imports, Calls: now.Calls - spent.Calls,
 				Hangs: now.Hangs - spent.Hangs, Other: now.Other - spent.Other}
 			x.opts.PhaseDone(PhaseCost{Phase: name, Wall: time.Since(start), Interpreters: int(x.processes.Load() - procs),
-				NotWaited: int(x.notWaited.Load() - waits), Children: int(x.children.Load() - children), Spent: d, Slowest: x.slowest()})
+				NotWaited: int(x.notWaited.Load() - waits), OverBudget: int(x.overBudget.Load() - budgets), Children: int(x.children.Load() - children), Spent: d, Slowest: x.slowest()})
 		}
 	}
 }

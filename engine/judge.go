@@ -204,6 +204,9 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 		if contained > 0 {
 			parts = append(parts, fmt.Sprintf("%d contained", contained))
 		}
+		if uncalled := n - c.Answered - c.Raised - c.Excluded - contained; uncalled > 0 {
+			parts = append(parts, fmt.Sprintf("%d never called (skipped in every run)", uncalled))
+		}
 		f.Reason = strings.Join(parts, "; ")
 	case c.Raised == n:
 		f.Verdict = VerdictLook

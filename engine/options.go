@@ -42,6 +42,14 @@ type Options struct {
 	// costs 2 s, not 5, and a function that sleeps a second still answers
 	// (docs/benchmark.md).
 	IdleTimeout time.Duration
+	// FunctionBudget bounds how long one function's calls may take
+	// together in one main or smell run: past it, its later rungs in that
+	// run are not called, and the report says so. Negative: no budget.
+	// The default, 5 s, what one call may take: a function that sleeps a
+	// second per call (below the idle limit, so never ended as blocked)
+	// cost a minute and a quarter; on the corpus and the standard library
+	// the budget never fires (docs/benchmark.md).
+	FunctionBudget time.Duration
 	// Limits bound each interpreter.
 	Limits sandbox.Limits
 	// CacheDir holds generated locales between scans.
@@ -88,8 +96,9 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Python: "python3", Runs: 3, SmellRuns: 3, Jobs: 1, CallTimeout: 5 * time.Second, IdleTimeout: 2 * time.Second,
-		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
-		Version: "dev",
+		FunctionBudget: 5 * time.Second,
+		Limits:         sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
+		Version:        "dev",
 	}
 }
 
@@ -119,6 +128,9 @@ func (o *Options) defaults() {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = d.IdleTimeout
+	}
+	if o.FunctionBudget == 0 {
+		o.FunctionBudget = d.FunctionBudget
 	}
 	if o.Python == "" {
 		o.Python = d.Python
@@ -152,6 +164,9 @@ type PhaseCost struct {
 	// NotWaited counts the calls the phase did not make because the same
 	// rung ran past the call limit in an earlier run (see pastLimit).
 	NotWaited int
+	// OverBudget counts the (function, run) pairs whose calls took the
+	// function budget, so their later rungs were not called.
+	OverBudget int
 	// Children counts the worker's children the phase's plans asked for
 	// (one per stretch of a module's calls), restarts after a crash or a
 	// hang not included.

@@ -188,6 +188,10 @@ type workerPlan struct {
 	// has no child) for that long: it is blocked, and named as past its
 	// limit.
 	IdleTimeout float64 `json:"idle_timeout,omitempty"`
+	// FunctionBudget, in seconds, is how long one function's calls may
+	// take together in one process: past it, its next call is answered
+	// "ob" and the rest are not made. Zero: no budget.
+	FunctionBudget float64 `json:"function_budget,omitempty"`
 	// CodeDir holds the scanned modules' bytecode, compiled by discovery.
 	CodeDir string `json:"code_dir,omitempty"`
 }
@@ -220,6 +224,9 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	drops := x.dropPastLimit(sh, rc, &plan, run, res)
+	if budgeted(sh, rc) && x.opts.FunctionBudget > 0 {
+		plan.FunctionBudget = x.opts.FunctionBudget.Seconds()
+	}
 	x.children.Add(int64(stretches(&plan)))
 	if !x.opts.Runtime.Isolated() {
 		plan.ASLimit = x.opts.Limits.MemoryBytes
@@ -376,7 +383,7 @@ func (l *pastLimit) known() map[[2]int]string {
 // witness's rungs, which answered in the witness's run, and must call
 // them as that run did.
 func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *workerPlan, run int, res *results) []drop {
-	if rc.Purpose != "main" && rc.Purpose != "hash-seed" || sh.alone || sh.calls != nil || len(sh.upTo) > 0 {
+	if !budgeted(sh, rc) {
 		return nil
 	}
 	known := x.pastLimit.known()
@@ -404,6 +411,14 @@ func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *work
 	slices.Sort(plan.Segments)
 	plan.Segments = slices.Compact(plan.Segments)
 	return drops
+}
+
+// budgeted says whether a run may leave out calls to save time: a main
+// or smell run may. Confirmation, attribution and bisection call a
+// witness's rungs, which answered in the witness's run, and must call
+// them as that run did.
+func budgeted(sh *shard, rc sandbox.RunConditions) bool {
+	return (rc.Purpose == "main" || rc.Purpose == "hash-seed") && !sh.alone && sh.calls == nil && len(sh.upTo) == 0
 }
 
 // drop is a rung a run did not call because it ran past the call limit
@@ -487,6 +502,23 @@ func (a *shardRun) notCallable(call int, why string) {
 	a.res.mu.Lock()
 	a.res.notCall[a.probeOf(call).Index] = why
 	a.res.mu.Unlock()
+}
+
+// overBudget records that a function's calls took its budget in this
+// run: the call and the function's later ones in the run are skipped,
+// and the report says why.
+func (a *shardRun) overBudget(call int, spent time.Duration) {
+	fi, ri := a.plan.Calls[call][0], a.plan.Calls[call][1]
+	p := a.sh.Probes[fi]
+	for _, c := range a.plan.Calls[call:] {
+		if c[0] == fi {
+			a.res.calls[p.Index][c[1]][a.run] = outcome{kind: skipped}
+		}
+	}
+	a.res.event(p.Index, report.Event{Kind: "budget", Run: a.run, Rung: ri,
+		Detail: fmt.Sprintf("its calls took %s together, past the %s a function may take in one run; its later rungs there were not called",
+			spent.Round(100*time.Millisecond), a.x.opts.FunctionBudget)})
+	a.x.overBudget.Add(1)
 }
 
 func (a *shardRun) lost(call int, kind, detail string, inCall bool) {

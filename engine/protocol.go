@@ -29,6 +29,9 @@ import (
 //	                                                 v "E:<Type> (constructor)"; us the
 //	                                                 microseconds it took, breakers included
 //	nc      probe     i why                          call i's function is not callable
+//	ob      probe     i us                           call i's function has spent us microseconds
+//	                                                 in calls this run, its budget: call i and
+//	                                                 its later calls are not made
 //	gone    probe     m i why t to us                module m's process died (t: was ended for
 //	                                                 writing what it may not; to: ran past its
 //	                                                 limit, or was blocked using no CPU past the
@@ -51,6 +54,7 @@ const (
 	kindImportFailed recordKind = "if"
 	kindResult       recordKind = "r"
 	kindNotCallable  recordKind = "nc"
+	kindOverBudget   recordKind = "ob"
 	kindGone         recordKind = "gone"
 	kindDone         recordKind = "done"
 )
@@ -84,6 +88,9 @@ type shardSink interface {
 	answered(call int, rec record)       // a result for the call in progress
 	importFailed(module int, err string) // a plan module's import raised
 	notCallable(call int, why string)    // the call's function is not callable
+	// overBudget: the call's function spent its budget in this run's
+	// earlier calls; the call and its function's later ones are not made.
+	overBudget(call int, spent time.Duration)
 	// lost: the call's process died ("crash"), ran past the limit
 	// ("timeout") or lied ("tampered"); inCall when the call had started.
 	lost(call int, kind string, detail string, inCall bool)
@@ -165,6 +172,8 @@ func (r *recordReader) handle(line []byte) {
 		ok = r.imported(rec)
 	case kindNotCallable:
 		ok = r.notCallable(rec)
+	case kindOverBudget:
+		ok = r.overBudget(rec)
 	case kindGone:
 		ok = r.gone(rec)
 	case kindDone:
@@ -272,6 +281,16 @@ func (r *recordReader) notCallable(rec record) bool {
 		return false
 	}
 	r.sink.notCallable(*rec.Call, rec.Why)
+	r.skip[r.plan.Calls[*rec.Call][0]] = true
+	r.endCall(*rec.Call)
+	return true
+}
+
+func (r *recordReader) overBudget(rec record) bool {
+	if !r.inTurn(rec) {
+		return false
+	}
+	r.sink.overBudget(*rec.Call, time.Duration(max(rec.Micros, 0))*time.Microsecond)
 	r.skip[r.plan.Calls[*rec.Call][0]] = true
 	r.endCall(*rec.Call)
 	return true

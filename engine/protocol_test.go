@@ -21,6 +21,9 @@ func (f *fakeSink) importFailed(m int, err string) {
 func (f *fakeSink) notCallable(call int, why string) {
 	f.events = append(f.events, fmt.Sprintf("not-callable %d", call))
 }
+func (f *fakeSink) overBudget(call int, spent time.Duration) {
+	f.events = append(f.events, fmt.Sprintf("over-budget %d %s", call, spent))
+}
 func (f *fakeSink) lost(call int, kind, detail string, _ bool) {
 	f.events = append(f.events, fmt.Sprintf("lost %d %s", call, kind))
 }
@@ -82,6 +85,14 @@ func TestRecordReader(t *testing.T) {
 			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"nc","i":2,"why":"x"}`,
 			`{"n":"N","k":"done"}`},
 			[]string{"import-failed 0 E", "not-callable 2"}, true, -1},
+		{"a function over its budget makes no more calls", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"r","i":0,"v":"V:1","us":1500}`, `{"n":"N","k":"ob","i":1,"us":1500}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
+			`{"n":"N","k":"done"}`},
+			[]string{"answer 0 V:1", "over-budget 1 1.5ms", "answer 2 V:3", "answer 3 V:4"}, true, -1},
+		{"a budget's word out of turn", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"ob","i":1,"us":1}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"answer 0 V:1"}, false, -1},
 		{"an import of the wrong module", []string{`{"n":"N","k":"is","m":1}`}, nil, false, -1},
 		{"a child dying in a call: the call is charged, the rest goes on", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
 			`{"n":"N","k":"gone","m":0,"i":0,"why":"killed by SIGSEGV"}`,

@@ -419,6 +419,37 @@ func TestZygoteDeathCostsItsPackageOnly(t *testing.T) {
 	}
 }
 
+// A function that is only slow (0.3 s a call: below the idle and call
+// limits) makes calls in a run until they have taken the function budget,
+// and the report says so once per run; its module's other function is
+// called in full. Load only makes the calls slower, so fewer.
+func TestSlowFunctionsStopAtTheirBudget(t *testing.T) {
+	testenv.Integration(t)
+	var over int
+	rep := scan(t, func(o *engine.Options) {
+		o.Runs, o.Jobs, o.SmellRuns, o.FunctionBudget = 3, 1, -1, time.Second
+		o.PhaseDone = func(c engine.PhaseCost) { over += c.OverBudget }
+	}, "testdata/sleepy")
+	f := fn(t, rep, "naps.py::naps")
+	perRun := map[int]int{}
+	for _, e := range f.Contained {
+		if e.Kind == "budget" && strings.Contains(e.Detail, "past the 1s") {
+			perRun[e.Run]++
+		}
+	}
+	if len(perRun) != 3 || over != 3 || slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 }) {
+		t.Errorf("naps: want one budget event in each of 3 runs (%d counted), got %+v", over, f.Contained)
+	}
+	// At most four calls a run (four take 1.2 s): the forward runs call
+	// the first rungs, the reversed one the last.
+	if f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered < 1 || f.Rungs.Answered > 8 {
+		t.Errorf("naps: want deterministic on at most 8 rungs, got %s %+v: %s", f.Verdict, f.Rungs, f.Reason)
+	}
+	if g := fn(t, rep, "naps.py::fine"); g.Verdict != engine.VerdictDeterministic || g.Rungs.Answered != g.Rungs.Total {
+		t.Errorf("fine: %s %+v", g.Verdict, g.Rungs)
+	}
+}
+
 // A rung that ran past the call limit in one run is not waited for again
 // in the runs after it, and the report is what waiting would have given:
 // every run has the rung past the limit and the function's rungs after it

@@ -309,7 +309,7 @@ type Census struct {
 
 // Event is something a call did that the engine had to contain.
 type Event struct {
-	Kind   string `json:"kind"` // timeout, crash, thread, tampered, import-timeout, import-crash
+	Kind   string `json:"kind"` // timeout, crash, thread, tampered, budget, import-timeout, import-crash
 	Run    int    `json:"run"`
 	Rung   int    `json:"rung"`
 	Detail string `json:"detail,omitempty"`

@@ -76,6 +76,13 @@ var configKeys = []configKey{
 	{name: "jobs", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt("jobs"); return float64(n) }},
 	{name: "call-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("call-timeout"); return float64(d) }},
 	{name: "idle-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("idle-timeout"); return float64(d) }},
+	{name: "function-budget", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {
+		d, _ := fs.GetDuration("function-budget")
+		if d <= 0 {
+			return math.Inf(1) // none
+		}
+		return float64(d)
+	}},
 	{name: "memory", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { return float64(*fs.Lookup("memory").Value.(*size).p) }},
 	{name: "pids", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt64("pids"); return float64(n) }},
 	{name: "cpus", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {

@@ -147,6 +147,8 @@ func (o *callOptions) check() error {
 		return usageErrorf("--call-timeout %v: a positive duration (10s, 1m)", o.callTimeout)
 	case o.idleTimeout <= 0:
 		return usageErrorf("--idle-timeout %v: a positive duration (2s; the call timeout or more turns it off)", o.idleTimeout)
+	case o.functionBudget < 0:
+		return usageErrorf("--function-budget %v: 0 for none, or a positive duration (5s)", o.functionBudget)
 	}
 	return nil
 }
@@ -162,6 +164,17 @@ type callOptions struct {
 	unsafe      bool
 	callTimeout time.Duration
 	idleTimeout time.Duration
+	// functionBudget is the flag's value: 0 is none.
+	functionBudget time.Duration
+}
+
+// budget maps the flag (0 is none) to the engine's option (0 is the
+// default, negative none).
+func (o *callOptions) budget() time.Duration {
+	if o.functionBudget == 0 {
+		return -1
+	}
+	return o.functionBudget
 }
 
 func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
@@ -170,6 +183,7 @@ func (o *callOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.unsafe, "unsafe", false, "lift the static gate and the guard on the host runtime: run functions that could change the world, unconfined")
 	fs.DurationVar(&o.callTimeout, "call-timeout", d.CallTimeout, "how long one call may run before it is named and stopped")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout, "how long a call may wait using no CPU (on input, a lock, a socket, a sleep) before it is named and stopped as past its limit; the call timeout or more turns it off")
+	fs.DurationVar(&o.functionBudget, "function-budget", d.FunctionBudget, "how long one function's calls may take together in one run before its later rungs there are skipped, and said (0 for none)")
 }
 
 // completeChoices offers a choice flag's values to shell completion.

@@ -95,7 +95,7 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 			report.TerminalSafe(rep.OCIRuntime), report.TerminalSafe(rep.OCIRuntime))
 	}
 	eo := engine.Options{
-		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, Unsafe: opts.unsafe,
+		Runtime: rt, Python: opts.python, Jobs: opts.jobs, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), Unsafe: opts.unsafe,
 		Private: true, Limits: opts.limits(),
 		CacheDir: cacheDir(), Version: version, Notes: stderr, ProjectRoot: projectRoots(),
 	}

@@ -281,7 +281,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	cache := cacheDir()
 	eo := engine.Options{
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),
@@ -314,6 +314,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 			waits := ""
 			if c.NotWaited > 0 {
 				waits = fmt.Sprintf(", %d calls past the call limit in an earlier run not waited for again", c.NotWaited)
+			}
+			if c.OverBudget > 0 {
+				waits += fmt.Sprintf(", %d functions' later rungs not called in a run once their calls took the function budget", c.OverBudget)
 			}
 			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters, %d children%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, c.Children, waits)
 			if s := c.Spent; s != (engine.Spent{}) {

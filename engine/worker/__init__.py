@@ -52,6 +52,9 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               v "E:<Type> (constructor)"; us the
                                               microseconds it took, breakers included
   nc       probe     i why                    call i's function is not callable
+  ob       probe     i us                     call i's function has spent us microseconds
+                                              in calls this run, its budget: call i and
+                                              its later calls are not made
   gone     probe     m i why t to us          module m's process died (t: was ended for
                                               writing what it may not; to: ran past its
                                               limit, or was blocked using no CPU past the

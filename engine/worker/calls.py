@@ -19,10 +19,14 @@ from .state import ProcessState, _import
 def run_calls(plan, ch, lo, hi, skip, mark):
     """Calls plan["calls"][lo:hi] in order, importing each module at its
     first call, marking each call's start in mark and queueing a result
-    record per call."""
+    record per call. A function whose calls have taken the plan's
+    function_budget (seconds) in this process makes no more: its next call
+    is answered "ob" instead."""
     state = ProcessState()
     me = _getpid()
     modules = plan["modules"]
+    budget = plan.get("function_budget") or 0
+    spent = {}
     loaded = {}
     rungs = {}
     skip = set(skip)
@@ -49,6 +53,10 @@ def run_calls(plan, ch, lo, hi, skip, mark):
                 ch.step({"k": "id", "m": mi, "us": us})
         mod = loaded[mi]
         if isinstance(mod, str):
+            continue
+        if budget and spent.get(fi, 0) >= budget:
+            ch.send({"k": "ob", "i": idx, "us": int(spent[fi] * 1e6)})
+            skip.add(fi)
             continue
         # The mark goes first: looking the name up can run scanned code
         # (a module __getattr__), and that must be under the call's limit.
@@ -80,7 +88,9 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             # A process the call forked (os.fork, pty.fork) returned into
             # the probe: only the caller speaks for the call.
             _exit(0)
-        rec["us"] = int((_clock() - t0) * 1e6)
+        took = _clock() - t0
+        spent[fi] = spent.get(fi, 0) + took
+        rec["us"] = int(took * 1e6)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0
         if len(reach) > 1 and reach[1]:

@@ -138,10 +138,30 @@ class Entry(unittest.TestCase):
                             ["forks"], [[0, 0], [0, 0]])
         self.assertEqual(answers, [(0, "V:False"), (1, "V:False")])
 
+    def test_a_function_past_its_budget_makes_no_more_calls(self):
+        # Each call of slow takes at least 0.2 s: past the 0.35 s budget
+        # after two calls at most, its next call is answered "ob" and the
+        # rest are not made; the next function is called as ever.
+        recs = probe_one("import time\n\ndef slow():\n    time.sleep(0.2)\n\ndef quick():\n    return 1\n",
+                         ["slow", "quick"], [[0, 0]] * 5 + [[1, 0]], {"function_budget": 0.35}, records=True)
+        answered = [r["i"] for r in recs if r["k"] == "r"]
+        over = [r for r in recs if r["k"] == "ob"]
+        self.assertEqual(len(over), 1, recs)
+        self.assertIn(over[0]["i"], (1, 2), recs)
+        self.assertGreaterEqual(over[0]["us"], 350000)
+        self.assertEqual(answered, list(range(over[0]["i"])) + [5])
 
-def probe_one(source, names, calls):
+    def test_no_budget_makes_every_call(self):
+        recs = probe_one("import time\n\ndef slow():\n    time.sleep(0.05)\n",
+                         ["slow"], [[0, 0]] * 4, records=True)
+        self.assertEqual([r["i"] for r in recs if r["k"] == "r"], [0, 1, 2, 3])
+        self.assertFalse([r for r in recs if r["k"] == "ob"])
+
+
+def probe_one(source, names, calls, extra=None, records=False):
     """Probes the functions names (no arguments) of one module made of
-    source, with calls, and returns each call's answer."""
+    source, with calls (and extra plan fields), and returns each call's
+    answer, or every record when records is set."""
     root = tempfile.mkdtemp()
     try:
         path = os.path.join(root, "scanned.py")
@@ -153,11 +173,14 @@ def probe_one(source, names, calls):
             "functions": [{"module": 0, "name": n, "arity": 0} for n in names],
             "calls": calls,
         }
+        plan.update(extra or {})
         recs, err = run("probe", plan)
     finally:
         shutil.rmtree(root)
     if not recs or recs[-1]["k"] != "done":
         raise AssertionError("the probe did not finish: %s\n%s" % (recs, err))
+    if records:
+        return recs
     return [(r["i"], r.get("v", r.get("x"))) for r in recs if r["k"] == "r"]
 
 if __name__ == "__main__":

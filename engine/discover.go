@@ -94,7 +94,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		ASLimit int64 `json:"address_space_limit,omitempty"`
 		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.ex.opts.Runtime.Isolated()}
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.ex.opts.Runtime.Isolated() && !s.ex.opts.Runtime.Capabilities().FixedBinds}
 	if !s.ex.opts.Runtime.Isolated() {
 		req.ASLimit = s.ex.opts.Limits.MemoryBytes
 	}

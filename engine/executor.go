@@ -170,7 +170,7 @@ func openExecutor(ctx context.Context, opts Options, files []sourceFile) (_ *exe
 	})
 	x.loc = ensureLocales(ctx, opts.CacheDir)
 	x.locpath = x.loc.dir
-	x.layout(files, interp)
+	x.layout(files, interp, opts.Runtime.Isolated())
 	if !inImage {
 		worker := filepath.Join(x.scratch, "shared", workerPackage)
 		compileWorker(ctx, x.python, worker, x.inside(worker), x.env())
@@ -193,8 +193,7 @@ func newScanID() string {
 // layout decides where the scanned trees appear inside a container: each
 // outermost import root is bound read-only under /scan. On the host
 // runtime every path is itself.
-func (x *executor) layout(files []sourceFile, interp *interpreter) {
-	isolated := x.opts.Runtime.Isolated()
+func (x *executor) layout(files []sourceFile, interp *interpreter, isolated bool) {
 	x.binds = []sandbox.Bind{{Source: filepath.Join(x.scratch, "shared"), Target: "/nondet"}}
 	if x.locpath != "" {
 		x.binds = append(x.binds, sandbox.Bind{Source: x.locpath, Target: "/nondet-locale"})

@@ -18,6 +18,7 @@ type Settings struct {
 	Namespace    string
 	RuntimeClass string
 	Unsafe       bool // --unsafe: the host runtime runs its probes unconfined
+	Baked        bool // --baked: the image already holds the scan's files
 }
 
 // Registration is one runtime as the command line knows it: its name,

@@ -70,6 +70,10 @@ type Capabilities struct {
 	LimitsByRlimit bool
 	// PeakMemory: Exit.PeakMemory is measured.
 	PeakMemory bool
+	// FixedBinds: the files jobs see are fixed when the scan starts (a
+	// baked image holds them): binds added later (the code folder that
+	// discovery fills) would not reach the probes, so none are added.
+	FixedBinds bool
 	// Guard, for a runtime that is not isolated: what keeps its probes
 	// from the machine besides the static gate, in words for its warning
 	// ("" for nothing).

@@ -81,7 +81,7 @@ func runtimeHelp() string {
 // settings are what the runtimes read of these options.
 func (o *sandboxOptions) settings() sandbox.Settings {
 	return sandbox.Settings{Seccomp: o.seccomp, UserNS: o.userns, OCIBinary: o.ociRuntime, Image: o.image,
-		Kubeconfig: o.kubeconfig, Namespace: o.namespace, RuntimeClass: o.runtimeCls, Unsafe: o.unconfined}
+		Kubeconfig: o.kubeconfig, Namespace: o.namespace, RuntimeClass: o.runtimeCls, Baked: o.baked, Unsafe: o.unconfined}
 }
 
 // sandboxOptions say where probes run and under which limits.
@@ -93,6 +93,7 @@ type sandboxOptions struct {
 	kubeconfig  string
 	namespace   string
 	runtimeCls  string
+	baked       bool
 	seccomp     bool
 	userns      bool
 	memory      int64
@@ -111,6 +112,7 @@ func (o *sandboxOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", forRuntimes("kubeconfig", "the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)"))
 	fs.StringVar(&o.namespace, "namespace", "", forRuntimes("namespace", "where the probe pods run (default: the kubeconfig context's, else default)"))
 	fs.StringVar(&o.runtimeCls, "runtime-class", "", forRuntimes("runtime-class", "the pods' RuntimeClass (gvisor where the cluster has it)"))
+	fs.BoolVar(&o.baked, "baked", false, forRuntimes("baked", "the image already holds this scan's files (image bake): nothing is sent to each pod"))
 	fs.BoolVar(&o.seccomp, "seccomp", true, forRuntimes("seccomp", "apply the Docker-like seccomp profile"))
 	fs.BoolVar(&o.userns, "userns", true, forRuntimes("userns", "map container users to unprivileged host uids (user namespace)"))
 	fs.Var(newSize(&o.memory, d.Limits.MemoryBytes), "memory", "memory limit of each interpreter (512MiB, 2GiB; a plain number is bytes)")

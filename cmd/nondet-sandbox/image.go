@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nondet-sandbox/nondet-sandbox/engine"
 	"github.com/nondet-sandbox/nondet-sandbox/images"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox/docker"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox/kubernetes"
 )
 
 type imageOptions struct {
@@ -23,7 +25,7 @@ type imageOptions struct {
 func newImageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build the probe image the docker runtime runs",
+		Short: "Build the probe image the docker runtime runs, or one that holds a scan's files",
 	}
 	var opts imageOptions
 	build := &cobra.Command{
@@ -42,7 +44,66 @@ instead, with debootstrap from this machine's Debian mirror (as root).`,
 	build.Flags().StringVar(&opts.tag, "tag", docker.DefaultImage, "the image's name")
 	build.Flags().BoolVar(&opts.offline, "offline", false, "skip the registry: build the base with debootstrap at once")
 	cmd.AddCommand(build)
+	var bake bakeOptions
+	bakeCmd := &cobra.Command{
+		Use:   "bake [flags] TARGET...",
+		Short: "Build a probe image that already holds TARGET's files, for --runtime kubernetes --baked",
+		Long: `Build an image on the probe image that holds what a kubernetes scan of
+TARGET sends each pod (the scanned import roots, the worker and the
+generated locales), where the pods find them. Make it reach the nodes
+(push it, or import it into their container runtime), then scan the same
+targets with --runtime kubernetes --image TAG --baked: no pod is sent
+anything, and a pod whose image holds other files stops the scan with a
+message saying so.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runImageBake(cmd.Context(), bake, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	bakeCmd.Flags().StringVar(&bake.tag, "tag", "nondet-sandbox-baked:latest", "the image's name")
+	bakeCmd.Flags().StringVar(&bake.base, "image", docker.DefaultImage, "the probe image it is built on")
+	cmd.AddCommand(bakeCmd)
 	return cmd
+}
+
+type bakeOptions struct {
+	tag, base string
+}
+
+// runImageBake lays out the targets as a kubernetes scan would and builds
+// the image that holds them.
+func runImageBake(ctx context.Context, opts bakeOptions, args []string, stdout, stderr io.Writer) error {
+	targets, err := parseTargets(args)
+	if err != nil {
+		return err
+	}
+	base, _ := os.Getwd()
+	src, err := engine.Resolve(targets, engine.Filter{Base: base, Root: projectRoots()})
+	if err != nil {
+		return err
+	}
+	var digest string
+	err = engine.BakeLayout(ctx, engine.Options{CacheDir: cacheDir(), Notes: stderr}, src, func(binds []sandbox.Bind, masks []sandbox.Mask) error {
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			digest, err = kubernetes.BakeContext(pw, opts.base, binds, masks)
+			pw.CloseWithError(err)
+			done <- err
+		}()
+		err := docker.BuildContext(ctx, pr, opts.tag, stderr)
+		pr.CloseWithError(err)
+		if berr := <-done; err == nil {
+			err = berr
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s (files %s)\n", opts.tag, digest[:12])
+	return nil
 }
 
 func runImageBuild(ctx context.Context, opts imageOptions, stdout, stderr io.Writer) error {

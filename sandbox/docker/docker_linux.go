@@ -276,16 +276,6 @@ func firstLine(s string) string {
 // image, which is what happens with no registry: then build the base
 // offline (images/build-offline.sh).
 func BuildImage(ctx context.Context, dockerfile []byte, tag string, log io.Writer) error {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return fmt.Errorf("docker: %v; check DOCKER_HOST", err)
-	}
-	defer cli.Close()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
-		return sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), or point DOCKER_HOST at it", cli.DaemonHost()))
-	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
@@ -297,7 +287,23 @@ func BuildImage(ctx context.Context, dockerfile []byte, tag string, log io.Write
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true})
+	return BuildContext(ctx, &buf, tag, log)
+}
+
+// BuildContext builds an image from a build context (a tar holding a
+// Dockerfile), tagged tag; the build's output goes to log.
+func BuildContext(ctx context.Context, buildContext io.Reader, tag string, log io.Writer) error {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return fmt.Errorf("docker: %v; check DOCKER_HOST", err)
+	}
+	defer cli.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		return sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf("cannot reach the Docker engine at %s: start it (systemctl start docker, or dockerd &), or point DOCKER_HOST at it", cli.DaemonHost()))
+	}
+	resp, err := cli.ImageBuild(ctx, buildContext, build.ImageBuildOptions{Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true})
 	if err != nil {
 		return fmt.Errorf("docker build: %v", firstLine(err.Error()))
 	}

@@ -12,6 +12,9 @@
 // pod as a gzipped tar on the standard input of an init container, which
 // unpacks it into a memory-backed emptyDir that the probe mounts
 // read-only: no size limit of a ConfigMap, no registry, no shared volume.
+// With Options.Baked the image already holds them at their places (built
+// from BakeContext), nothing is sent, and the probe's first shell checks
+// the image's digest of them against the scan's before anything runs.
 // The worker's request comes on the probe container's own standard input,
 // which only the worker holds once it runs; its records come back over
 // the container's log, which only the worker writes: the scanned code's

@@ -70,7 +70,16 @@ type Options struct {
 	Image        string
 	RuntimeClass string // a RuntimeClass name (gvisor), or ""
 	PullPolicy   corev1.PullPolicy
+	// Baked: Image already holds the scan's files at their targets (made
+	// by BakeContext for the same targets): no init container, nothing
+	// sent per pod, and the engine keeps no code folder. A pod whose
+	// image holds another digest ends with BakedExit.
+	Baked bool
 }
+
+// BakedExit is a baked pod's exit status when its image holds files of
+// other targets than the scan's.
+const BakedExit = 87
 
 // Runtime is the Kubernetes backend.
 type Runtime struct {
@@ -146,9 +155,10 @@ func (*Runtime) Isolated() bool { return true }
 // checks from inside that nothing but loopback is reachable (the cluster's
 // network plugin decides that, not this runtime); and no marks are carried,
 // since the pod's log is the one way out and the scanned code can write to
-// any descriptor its module's child holds.
-func (*Runtime) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{InImage: true, CheckNetwork: true, Markless: true}
+// any descriptor its module's child holds. A baked image's files are fixed
+// before the scan: no code folder.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{InImage: true, CheckNetwork: true, Markless: true, FixedBinds: r.opts.Baked}
 }
 
 // Applies: every condition but the CPU set, which a pod cannot choose.
@@ -265,6 +275,12 @@ head -c "$n" <&6 6<&- | { exec 4<&0 0</dev/null 6<&-; exec "$@"; } & p=$!; exec 
 
 // unpack is the init container's command: exactly the tree's bytes of its
 // standard input (its first argument says how many), unpacked.
+// bakedCheck goes before the shim in a baked pod: the image must hold
+// the scan's files (their digest is $1), or the pod ends with BakedExit
+// before anything runs.
+const bakedCheck = `[ "$(cat ` + BakedFile + ` 2>/dev/null)" = "$1" ] || exit 87; shift
+`
+
 const unpack = `umask 022; head -c "$1" | tar -xzf - -C ` + treeDir + ` --no-same-owner`
 
 // Attach streams are held open once their bytes are sent and closed only
@@ -306,6 +322,9 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 
 	// The tree, once the init container runs.
 	p, err := pw.until(ctx, func(p *corev1.Pod) (bool, error) {
+		if s.opts.Baked {
+			return true, nil
+		}
 		if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
 			return true, nil
 		}
@@ -316,7 +335,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	}
 	treeCtx, treeSent := context.WithCancel(ctx)
 	defer treeSent()
-	if st := status(p.Status.InitContainerStatuses, "tree"); st.State.Running != nil {
+	if st := status(p.Status.InitContainerStatuses, "tree"); st != nil && st.State.Running != nil {
 		go func() {
 			_ = s.attach(treeCtx, name, "tree", io.MultiReader(bytes.NewReader(tr.data), held{treeCtx.Done()}))
 		}()
@@ -395,6 +414,10 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		}
 	default: // the deadline, or the node, ended it
 		exit.Signal = "SIGKILL"
+	}
+	if exit.Code == BakedExit && exit.Signal == "" && s.opts.Baked {
+		return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf(
+			"the image %s does not hold this scan's files (--baked): bake one for these targets with `nondet-sandbox image bake --tag %s TARGETS` and make it reach the nodes, or drop --baked", s.opts.Image, s.opts.Image))
 	}
 	if exit.Code == NetworkExit && exit.Signal == "" {
 		return nil, sandbox.Unavailable(sandbox.ErrNetwork, fmt.Sprintf(
@@ -572,14 +595,20 @@ func (s *session) podSpec(name string, job *sandbox.Job, tr *tree, inputBytes in
 	// read-only, as Docker's are.
 	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}, {Name: "home", MountPath: home},
 		{Name: "cover", MountPath: "/dev/shm", ReadOnly: true}, {Name: "cover", MountPath: "/dev/mqueue", ReadOnly: true}}
-	for i, b := range tr.binds {
-		mounts = append(mounts, corev1.VolumeMount{Name: "tree", MountPath: b.Target, SubPath: "b" + strconv.Itoa(i), ReadOnly: true})
+	if !s.opts.Baked {
+		for i, b := range tr.binds {
+			mounts = append(mounts, corev1.VolumeMount{Name: "tree", MountPath: b.Target, SubPath: "b" + strconv.Itoa(i), ReadOnly: true})
+		}
 	}
 	dir := job.Dir
 	if dir == "" {
 		dir = "/"
 	}
-	cmd := []string{"/bin/sh", "-c", shim, "sh", fmt.Sprintf("%04o", c.Umask), strconv.Itoa(c.PidFloor), dir, strconv.Itoa(inputBytes), "/usr/bin/env", "-i"}
+	cmd := []string{"/bin/sh", "-c", shim, "sh"}
+	if s.opts.Baked {
+		cmd = []string{"/bin/sh", "-c", bakedCheck + shim, "sh", tr.digest}
+	}
+	cmd = append(cmd, fmt.Sprintf("%04o", c.Umask), strconv.Itoa(c.PidFloor), dir, strconv.Itoa(inputBytes), "/usr/bin/env", "-i")
 	cmd = append(append(cmd, job.Env...), job.Argv...)
 	spec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
@@ -592,7 +621,7 @@ func (s *session) podSpec(name string, job *sandbox.Job, tr *tree, inputBytes in
 			RunAsUser: ptr.To(int64(c.UID)), RunAsGroup: ptr.To(int64(c.GID)), RunAsNonRoot: ptr.To(true),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Volumes: []corev1.Volume{memDir("tree", tr.room), memDir("tmp", tmpfs), memDir("home", tmpfs), memDir("cover", 4096)},
+		Volumes: []corev1.Volume{memDir("tmp", tmpfs), memDir("home", tmpfs), memDir("cover", 4096)},
 		InitContainers: []corev1.Container{{
 			Name: "tree", Image: s.opts.Image, ImagePullPolicy: s.opts.PullPolicy,
 			Command: literal([]string{"/bin/sh", "-c", unpack, "sh", strconv.Itoa(len(tr.data))}), Stdin: true, StdinOnce: true,
@@ -607,6 +636,11 @@ func (s *session) podSpec(name string, job *sandbox.Job, tr *tree, inputBytes in
 			SecurityContext: restricted,
 			Resources:       corev1.ResourceRequirements{Limits: limits, Requests: requests},
 		}},
+	}
+	if s.opts.Baked {
+		spec.InitContainers = nil
+	} else {
+		spec.Volumes = append(spec.Volumes, memDir("tree", tr.room))
 	}
 	if s.opts.RuntimeClass != "" {
 		spec.RuntimeClassName = ptr.To(s.opts.RuntimeClass)

@@ -7,11 +7,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -214,5 +217,107 @@ func TestPodName(t *testing.T) {
 	}
 	if podName("nondet-sandbox-ab12-"+strings.Repeat("x", 80)+"-1") == podName("nondet-sandbox-ab12-"+strings.Repeat("x", 80)+"-2") {
 		t.Error("two long ids, one name")
+	}
+}
+
+// TestBakedPodSpecSendsNothing: with a baked image the pod has no init
+// container and no tree volume; its command checks the image's digest
+// before the shim, and the digest is the tree's.
+func TestBakedPodSpecSendsNothing(t *testing.T) {
+	s := &session{Runtime: &Runtime{opts: Options{Image: "baked:1", Baked: true}}, scan: sandbox.Scan{ID: "abcd"}}
+	job := &sandbox.Job{ID: "nondet-sandbox-abcd-s0-r0-1", Argv: []string{"python3", "-B", "/nondet/worker.py", "probe"},
+		Cond: sandbox.Conditions{UID: 61000, GID: 61000, Umask: 0o022, Home: "/home/probe"}}
+	tr := &tree{binds: []sandbox.Bind{{Source: "/x", Target: "/nondet"}, {Source: "/y", Target: "/scan/0"}}, digest: "d1g35t"}
+	spec := s.podSpec(podName(job.ID), job, tr, 10).Spec
+	if len(spec.InitContainers) != 0 {
+		t.Errorf("init containers: %+v", spec.InitContainers)
+	}
+	for _, v := range spec.Volumes {
+		if v.Name == "tree" {
+			t.Errorf("a tree volume: %+v", v)
+		}
+	}
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.Name == "tree" || strings.HasPrefix(m.MountPath, "/scan") || m.MountPath == "/nondet" {
+			t.Errorf("a mount of the tree: %+v", m)
+		}
+	}
+	cmd := spec.Containers[0].Command
+	if len(cmd) < 5 || !strings.HasPrefix(cmd[2], `[ "$$(cat `+BakedFile) || cmd[4] != "d1g35t" || cmd[5] != "0022" {
+		t.Errorf("the command does not check the digest first: %q", cmd)
+	}
+	if !strings.Contains(bakedCheck, "exit "+strconv.Itoa(BakedExit)) {
+		t.Errorf("the check exits with another status than BakedExit: %q", bakedCheck)
+	}
+}
+
+// TestDigestNamesTheFilesNotTheirTimes: the digest a baked image holds is
+// the one the scan computes; it moves with a file's bytes, a new file and
+// a mask, not with a file's time.
+func TestDigestNamesTheFilesNotTheirTimes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pkg/mod.py", "x = 1\n")
+	write(".secret/key", "k")
+	binds := []sandbox.Bind{{Source: dir, Target: "/scan/0"}}
+	masks := []sandbox.Mask{{Target: "/scan/0/.secret", Dir: true}}
+	digest := func() string {
+		d, err := Digest(binds, masks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	first := digest()
+	var ctx bytes.Buffer
+	baked, err := BakeContext(&ctx, "base:1", binds, masks)
+	if err != nil || baked != first {
+		t.Fatalf("the build context's digest %s (%v), the scan's %s", baked, err, first)
+	}
+	names := map[string]string{}
+	r := tar.NewReader(&ctx)
+	for {
+		h, err := r.Next()
+		if err != nil {
+			break
+		}
+		b, _ := io.ReadAll(r)
+		names[h.Name] = string(b)
+	}
+	if names["root/scan/0/pkg/mod.py"] != "x = 1\n" || names["root"+BakedFile] != first+"\n" || !strings.Contains(names["Dockerfile"], "FROM base:1\n") {
+		t.Errorf("build context: %v", slices.Sorted(maps.Keys(names)))
+	}
+	for name := range names {
+		if strings.Contains(name, ".secret") {
+			t.Errorf("masked entry baked: %s", name)
+		}
+	}
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(dir, "pkg/mod.py"), later, later)
+	if d := digest(); d != first {
+		t.Error("a file's time moved the digest")
+	}
+	write("pkg/mod.py", "x = 2\n")
+	if d := digest(); d == first {
+		t.Error("a file's bytes did not move the digest")
+	}
+	write("pkg/mod.py", "x = 1\n")
+	write("pkg/new.py", "")
+	if d := digest(); d == first {
+		t.Error("a new file did not move the digest")
+	}
+	os.Remove(filepath.Join(dir, "pkg/new.py"))
+	if d := digest(); d != first {
+		t.Error("the same files give another digest")
+	}
+	masks = nil
+	if d := digest(); d == first {
+		t.Error("an unmasked entry did not move the digest")
 	}
 }

@@ -462,6 +462,7 @@ type shardRun struct {
 	res   *results
 	modOf []int // plan module -> scan module
 	wd    *watchdog
+	cut   map[int]bool // functions whose budget this attempt's records said was spent
 }
 
 func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[call][0]] }
@@ -504,20 +505,23 @@ func (a *shardRun) notCallable(call int, why string) {
 	a.res.mu.Unlock()
 }
 
-// overBudget records that a function's calls took its budget in this
-// run: the call and the function's later ones in the run are skipped,
-// and the report says why.
-func (a *shardRun) overBudget(call int, spent time.Duration) {
+// overBudget records a call the worker did not make because its
+// function's calls took their budget in this run; the first such call of
+// a function in a run says so in the report.
+func (a *shardRun) overBudget(call int, spent time.Duration, below int) {
 	fi, ri := a.plan.Calls[call][0], a.plan.Calls[call][1]
 	p := a.sh.Probes[fi]
-	for _, c := range a.plan.Calls[call:] {
-		if c[0] == fi {
-			a.res.calls[p.Index][c[1]][a.run] = outcome{kind: skipped}
-		}
+	a.res.calls[p.Index][ri][a.run] = outcome{kind: skipped}
+	if a.cut == nil {
+		a.cut = map[int]bool{}
 	}
+	if a.cut[fi] {
+		return
+	}
+	a.cut[fi] = true
 	a.res.event(p.Index, report.Event{Kind: "budget", Run: a.run, Rung: ri,
-		Detail: fmt.Sprintf("its calls took %s together, past the %s a function may take in one run; its later rungs there were not called",
-			spent.Round(100*time.Millisecond), a.x.opts.FunctionBudget)})
+		Detail: fmt.Sprintf("its calls took %s together, past the %s a function may take in one run; from then on it was called only on rungs below %d",
+			spent.Round(100*time.Millisecond), a.x.opts.FunctionBudget, below)})
 	a.x.overBudget.Add(1)
 }
 
@@ -597,7 +601,8 @@ func (sh *shard) under(rc sandbox.RunConditions) *shard {
 
 // callPlan is the order in which a run calls a shard: each function's
 // rungs in turn, each module's reversed in a reversed run, each ending at its upTo
-// rung when set; or the shard's explicit list. Entries are (function in
+// rung when set (and leaving out the rungs its witness's runs did not
+// call); or the shard's explicit list. Entries are (function in
 // sh.Probes, rung). A lone shard runs each function in a segment of its
 // own (its rungs in the run's order); segments are where each starts.
 func (sh *shard) callPlan(rc sandbox.RunConditions, ladder ladders) (calls [][2]int, segments []int) {
@@ -606,8 +611,9 @@ func (sh *shard) callPlan(rc sandbox.RunConditions, ladder ladders) (calls [][2]
 	}
 	reversed := rc.CallOrder == "reversed"
 	past := func(c [2]int) bool {
-		w, ok := sh.upTo[sh.Probes[c[0]].Index]
-		return ok && (!reversed && c[1] > w || reversed && c[1] < w)
+		p := sh.Probes[c[0]]
+		w, ok := sh.upTo[p.Index]
+		return ok && (!reversed && c[1] > w || reversed && c[1] < w || p.uncalled[c[1]])
 	}
 	if sh.alone {
 		for fi, p := range sh.Probes {

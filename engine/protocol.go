@@ -29,9 +29,10 @@ import (
 //	                                                 v "E:<Type> (constructor)"; us the
 //	                                                 microseconds it took, breakers included
 //	nc      probe     i why                          call i's function is not callable
-//	ob      probe     i us                           call i's function has spent us microseconds
-//	                                                 in calls this run, its budget: call i and
-//	                                                 its later calls are not made
+//	ob      probe     i us below                     call i is not made: its function has spent
+//	                                                 us microseconds in calls this run, its
+//	                                                 budget, and is now called only on rungs
+//	                                                 below below (the calls it had made then)
 //	gone    probe     m i why t to us                module m's process died (t: was ended for
 //	                                                 writing what it may not; to: ran past its
 //	                                                 limit, or was blocked using no CPU past the
@@ -78,6 +79,7 @@ type record struct {
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
 	Micros    int64      `json:"us"`
+	Below     int        `json:"below"`
 
 	took time.Duration // since the record before it (charge)
 }
@@ -88,9 +90,9 @@ type shardSink interface {
 	answered(call int, rec record)       // a result for the call in progress
 	importFailed(module int, err string) // a plan module's import raised
 	notCallable(call int, why string)    // the call's function is not callable
-	// overBudget: the call's function spent its budget in this run's
-	// earlier calls; the call and its function's later ones are not made.
-	overBudget(call int, spent time.Duration)
+	// overBudget: the call is not made: its function spent its budget in
+	// this run's earlier calls, and is called only on rungs below below.
+	overBudget(call int, spent time.Duration, below int)
 	// lost: the call's process died ("crash"), ran past the limit
 	// ("timeout") or lied ("tampered"); inCall when the call had started.
 	lost(call int, kind string, detail string, inCall bool)
@@ -286,12 +288,13 @@ func (r *recordReader) notCallable(rec record) bool {
 	return true
 }
 
+// overBudget takes the worker's word that the next call is not made, its
+// function's budget spent; only a plan with a budget has one.
 func (r *recordReader) overBudget(rec record) bool {
-	if !r.inTurn(rec) {
+	if !r.inTurn(rec) || r.plan.FunctionBudget <= 0 {
 		return false
 	}
-	r.sink.overBudget(*rec.Call, time.Duration(max(rec.Micros, 0))*time.Microsecond)
-	r.skip[r.plan.Calls[*rec.Call][0]] = true
+	r.sink.overBudget(*rec.Call, time.Duration(max(rec.Micros, 0))*time.Microsecond, rec.Below)
 	r.endCall(*rec.Call)
 	return true
 }

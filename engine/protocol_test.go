@@ -21,8 +21,8 @@ func (f *fakeSink) importFailed(m int, err string) {
 func (f *fakeSink) notCallable(call int, why string) {
 	f.events = append(f.events, fmt.Sprintf("not-callable %d", call))
 }
-func (f *fakeSink) overBudget(call int, spent time.Duration) {
-	f.events = append(f.events, fmt.Sprintf("over-budget %d %s", call, spent))
+func (f *fakeSink) overBudget(call int, spent time.Duration, below int) {
+	f.events = append(f.events, fmt.Sprintf("over-budget %d %s below %d", call, spent, below))
 }
 func (f *fakeSink) lost(call int, kind, detail string, _ bool) {
 	f.events = append(f.events, fmt.Sprintf("lost %d %s", call, kind))
@@ -85,14 +85,6 @@ func TestRecordReader(t *testing.T) {
 			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"nc","i":2,"why":"x"}`,
 			`{"n":"N","k":"done"}`},
 			[]string{"import-failed 0 E", "not-callable 2"}, true, -1},
-		{"a function over its budget makes no more calls", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"r","i":0,"v":"V:1","us":1500}`, `{"n":"N","k":"ob","i":1,"us":1500}`,
-			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
-			`{"n":"N","k":"done"}`},
-			[]string{"answer 0 V:1", "over-budget 1 1.5ms", "answer 2 V:3", "answer 3 V:4"}, true, -1},
-		{"a budget's word out of turn", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
-			`{"n":"N","k":"ob","i":1,"us":1}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
-			[]string{"answer 0 V:1"}, false, -1},
 		{"an import of the wrong module", []string{`{"n":"N","k":"is","m":1}`}, nil, false, -1},
 		{"a child dying in a call: the call is charged, the rest goes on", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
 			`{"n":"N","k":"gone","m":0,"i":0,"why":"killed by SIGSEGV"}`,
@@ -126,6 +118,46 @@ func TestRecordReader(t *testing.T) {
 			}
 			if r.done != c.done || r.forged != c.forged {
 				t.Errorf("done %v forged %d, want %v %d", r.done, r.forged, c.done, c.forged)
+			}
+		})
+	}
+}
+
+// TestRecordReaderBudget: "ob" stands for exactly the next call, the
+// function's later calls still come, and a plan with no budget has none.
+func TestRecordReaderBudget(t *testing.T) {
+	three := func(budget float64) *workerPlan {
+		return &workerPlan{Nonce: "N", FunctionBudget: budget, Functions: []planFunction{{Module: 0}, {Module: 1}},
+			Calls: [][2]int{{0, 2}, {0, 1}, {0, 0}, {1, 0}}}
+	}
+	cases := []struct {
+		name   string
+		budget float64
+		lines  []string
+		want   []string
+		done   bool
+	}{
+		{"a reversed run: the last rung answered, the middle one not made, the first answered", 1, []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"r","i":0,"v":"V:1","us":1500000}`, `{"n":"N","k":"ob","i":1,"us":1500000,"below":1}`, `{"n":"N","k":"r","i":2,"v":"V:0"}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":3,"v":"V:3"}`, `{"n":"N","k":"done"}`},
+			[]string{"answer 0 V:1", "over-budget 1 1.5s below 1", "answer 2 V:0", "answer 3 V:3"}, true},
+		{"out of turn", 1, []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"ob","i":1,"us":1}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"answer 0 V:1"}, false},
+		{"no budget in the plan", 0, []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"ob","i":0,"us":1}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`},
+			[]string{"answer 0 V:1"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &fakeSink{}
+			r := newRecordReader(three(c.budget), map[int]bool{}, sink, time.Second, 3*time.Second)
+			feed(r, c.lines...)
+			if got := answers(sink.events); !slices.Equal(got, c.want) {
+				t.Errorf("events %q, want %q", got, c.want)
+			}
+			if r.done != c.done {
+				t.Errorf("done %v, want %v", r.done, c.done)
 			}
 		})
 	}

@@ -75,6 +75,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	rep, probes, results, disc := pr.report, pr.probes, pr.results, pr.disc
 	counts := runCounts{main: opts.Runs, all: len(s.runs), apart: s.apart}
 	judgeAll(rep, probes, results, disc.ladder, counts)
+	markUncalled(probes, results)
 	interrupted := ctx.Err() != nil
 	if !interrupted {
 		// Attribution's runs confirm the findings alone in their module's
@@ -317,6 +318,32 @@ type probe struct {
 	Receiver          *receiverSig
 	receivers         [][]string
 	Doctests          [][]string // its docstring examples' arguments
+	// uncalled are the rungs neither of its witness's runs called (its
+	// budget spent there): a replay of those runs leaves them out too.
+	uncalled map[int]bool
+}
+
+// markUncalled records, for each finding, the rungs neither witness run
+// called, so attribution and confirmation replay what those runs did: a
+// reversed run whose budget ran out called the last rungs and then only
+// the first ones, and replaying every rung up to the witness would call
+// what it never did, at its slow function's cost.
+func markUncalled(probes []*probe, res *results) {
+	for _, p := range probes {
+		w := p.fn.Witness
+		if w == nil || w.Breaker != "" || len(w.Answers) < 2 {
+			continue
+		}
+		a, b := w.Answers[0].Run, w.Answers[1].Run
+		for ri, runs := range res.calls[p.Index] {
+			if a < len(runs) && b < len(runs) && runs[a].kind == skipped && runs[b].kind == skipped {
+				if p.uncalled == nil {
+					p.uncalled = map[int]bool{}
+				}
+				p.uncalled[ri] = true
+			}
+		}
+	}
 }
 
 // selectProbes decides which functions are called, and records every

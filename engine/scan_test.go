@@ -422,7 +422,9 @@ func TestZygoteDeathCostsItsPackageOnly(t *testing.T) {
 // A function that is only slow (0.3 s a call: below the idle and call
 // limits) makes calls in a run until they have taken the function budget,
 // and the report says so once per run; its module's other function is
-// called in full. Load only makes the calls slower, so fewer.
+// called in full. Load only makes the calls slower, so fewer. The one
+// reversed run still calls the rungs the forward runs keep, so a slow
+// function that reads what only that run varies (the locale) is found.
 func TestSlowFunctionsStopAtTheirBudget(t *testing.T) {
 	testenv.Integration(t)
 	var over int
@@ -437,13 +439,16 @@ func TestSlowFunctionsStopAtTheirBudget(t *testing.T) {
 			perRun[e.Run]++
 		}
 	}
-	if len(perRun) != 3 || over != 3 || slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 }) {
+	if len(perRun) != 3 || over < 3 || slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 }) {
 		t.Errorf("naps: want one budget event in each of 3 runs (%d counted), got %+v", over, f.Contained)
 	}
-	// At most four calls a run (four take 1.2 s): the forward runs call
-	// the first rungs, the reversed one the last.
-	if f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered < 1 || f.Rungs.Answered > 8 {
-		t.Errorf("naps: want deterministic on at most 8 rungs, got %s %+v: %s", f.Verdict, f.Rungs, f.Reason)
+	// A rung is two calls (the in-process repeat): at most two rungs
+	// before the budget, and the reversed run's last two beside them.
+	if f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered < 1 || f.Rungs.Answered > 4 {
+		t.Errorf("naps: want deterministic on at most 4 rungs, got %s %+v: %s", f.Verdict, f.Rungs, f.Reason)
+	}
+	if l := fn(t, rep, "naps.py::naps_in_locale"); l.Verdict != engine.VerdictNondeterministic || !slices.Contains(l.Causes, "locale") {
+		t.Errorf("naps_in_locale: want a finding caused by the locale, got %s %v: %s", l.Verdict, l.Causes, l.Reason)
 	}
 	if g := fn(t, rep, "naps.py::fine"); g.Verdict != engine.VerdictDeterministic || g.Rungs.Answered != g.Rungs.Total {
 		t.Errorf("fine: %s %+v", g.Verdict, g.Rungs)

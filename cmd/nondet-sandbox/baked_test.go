@@ -13,6 +13,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
@@ -35,19 +41,35 @@ func TestBakedImageSendsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// A namespace of its own: the kubernetes package's tests, which may
+	// run meanwhile, count every scan's pods in theirs as left behind.
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := k8s.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "nondet-sandbox-baked-test"
+	awaitNamespaceGone(ctx, t, cs, ns)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	defer cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	here := t.TempDir()
 	if err := os.CopyFS(filepath.Join(here, "src"), os.DirFS(jobTree)); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(here)
 
-	const image = "nondet-sandbox-baked:test"
 	var out, errOut bytes.Buffer
-	if err := runImageBake(ctx, bakeOptions{tag: image, base: "nondet-sandbox-probe:latest"}, []string{"src"}, &out, &errOut); err != nil {
+	if err := runImageBake(ctx, bakeOptions{run: testOptions(t, "kubernetes", 7)}, []string{"src"}, &out, &errOut); err != nil {
 		t.Fatalf("image bake: %v\n%s", err, errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "built "+image) {
-		t.Errorf("image bake said %q", out.String())
+	image := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(image, "nondet-sandbox-baked:") || len(image) != len("nondet-sandbox-baked:")+12 {
+		t.Fatalf("image bake named %q, not the files' digest", image)
 	}
 	saved := filepath.Join(t.TempDir(), "image.tar")
 	for _, c := range [][]string{{"docker", "save", "-o", saved, image}, {"ctr", "--address", sock, "-n", "k8s.io", "images", "import", saved}} {
@@ -58,7 +80,7 @@ func TestBakedImageSendsNothing(t *testing.T) {
 
 	scan := func(baked bool) (*report.Report, error, string) {
 		opts := testOptions(t, "kubernetes", 7)
-		opts.kubeconfig, opts.baked = kubeconfig, baked
+		opts.kubeconfig, opts.namespace, opts.baked = kubeconfig, ns, baked
 		if baked {
 			opts.image = image
 		}

@@ -48,53 +48,70 @@ instead, with debootstrap from this machine's Debian mirror (as root).`,
 	bakeCmd := &cobra.Command{
 		Use:   "bake [flags] TARGET...",
 		Short: "Build a probe image that already holds TARGET's files, for --runtime kubernetes --baked",
-		Long: `Build an image on the probe image that holds what a kubernetes scan of
-TARGET sends each pod (the scanned import roots, the worker and the
-generated locales), where the pods find them. Make it reach the nodes
-(push it, or import it into their container runtime), then scan the same
-targets with --runtime kubernetes --image TAG --baked: no pod is sent
-anything, and a pod whose image holds other files stops the scan with a
-message saying so.`,
+		Long: `Build an image on the probe image (--image) that holds what a kubernetes
+scan of TARGET sends each pod (the scanned import roots, the worker and
+the generated locales), where the pods find them. It takes run's flags
+and config, so give it those the scan will have (--exclude, --shard, a
+pyproject.toml): they decide which folders a pod sees. Make the image
+reach the nodes (push it, or import it into their container runtime),
+then scan with --runtime kubernetes --image TAG --baked: no pod is sent
+anything, and an image that holds other files stops the scan with a
+message saying so. The tag names the files' digest unless --tag says
+otherwise, so a node never runs an older bake under the same name.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := bake.run.configure(cmd.Flags(), args, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			bake.run.configDir = dir
 			return runImageBake(cmd.Context(), bake, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	bakeCmd.Flags().StringVar(&bake.tag, "tag", "nondet-sandbox-baked:latest", "the image's name")
-	bakeCmd.Flags().StringVar(&bake.base, "image", docker.DefaultImage, "the probe image it is built on")
+	bake.run.AddFlags(bakeCmd.Flags())
+	bakeCmd.Flags().StringVar(&bake.tag, "tag", "", "the image's name (default nondet-sandbox-baked:DIGEST, the first 12 digits of its files' digest)")
 	cmd.AddCommand(bakeCmd)
 	return cmd
 }
 
 type bakeOptions struct {
-	tag, base string
+	run runOptions // the scan's own flags, which decide what a pod sees
+	tag string
 }
 
-// runImageBake lays out the targets as a kubernetes scan would and builds
-// the image that holds them.
+// runImageBake lays out the targets as a kubernetes scan with the same
+// flags would, and builds the image that holds them.
 func runImageBake(ctx context.Context, opts bakeOptions, args []string, stdout, stderr io.Writer) error {
-	targets, err := parseTargets(args)
+	opts.run.runtimeName = "kubernetes"
+	sel, err := opts.run.sources(ctx, args, stderr)
 	if err != nil {
 		return err
 	}
-	base, _ := os.Getwd()
-	src, err := engine.Resolve(targets, engine.Filter{Base: base, Root: projectRoots()})
-	if err != nil {
-		return err
+	if sel == nil {
+		return usageErrorf("nothing to bake: every file of the targets is excluded")
 	}
-	var digest string
-	err = engine.BakeLayout(ctx, engine.Options{CacheDir: cacheDir(), Notes: stderr}, src, func(binds []sandbox.Bind, masks []sandbox.Mask) error {
+	tag := opts.tag
+	err = engine.BakeLayout(ctx, engine.Options{Python: opts.run.python, CacheDir: cacheDir(), Notes: stderr}, sel.src, func(binds []sandbox.Bind, masks []sandbox.Mask) error {
+		digest, err := kubernetes.Digest(binds, masks)
+		if err != nil {
+			return err
+		}
+		if tag == "" {
+			tag = "nondet-sandbox-baked:" + digest[:12]
+		}
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			var err error
-			digest, err = kubernetes.BakeContext(pw, opts.base, binds, masks)
+			baked, err := kubernetes.BakeContext(pw, opts.run.image, binds, masks)
+			if err == nil && baked != digest {
+				err = fmt.Errorf("the files changed while they were baked: bake again")
+			}
 			pw.CloseWithError(err)
 			done <- err
 		}()
-		err := docker.BuildContext(ctx, pr, opts.tag, stderr)
+		err = docker.BuildContext(ctx, pr, tag, stderr)
 		pr.CloseWithError(err)
-		if berr := <-done; err == nil {
+		if berr := <-done; berr != nil {
 			err = berr
 		}
 		return err
@@ -102,7 +119,7 @@ func runImageBake(ctx context.Context, opts bakeOptions, args []string, stdout, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "built %s (files %s)\n", opts.tag, digest[:12])
+	fmt.Fprintln(stdout, tag)
 	return nil
 }
 

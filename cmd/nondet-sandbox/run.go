@@ -133,6 +133,60 @@ func newRunCommand() *cobra.Command {
 	return cmd
 }
 
+// selection is what a scan takes: its files, the packages and targets
+// they came from, and the part of a split scan.
+type selection struct {
+	src     *engine.Sources
+	pkgs    []engine.Package
+	targets []engine.Target
+	part    *report.Part
+}
+
+// sources are the files a scan of args takes, as run and image bake both
+// see them: the targets and the packages, the config's and the flags'
+// filters, the part. Nil when every file was excluded (said on stderr).
+func (opts *runOptions) sources(ctx context.Context, args []string, stderr io.Writer) (*selection, error) {
+	part, err := parseShard(opts.shard, opts.seed)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := parseTargets(args)
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []engine.Package
+	if len(opts.packages) > 0 || opts.allPkgs {
+		if reg, ok := sandbox.Lookup(opts.runtimeName); ok && reg.ImageInterpreter {
+			return nil, usageErrorf("--package reads the environment of --python on this machine; the %s runtime probes with its image's interpreter: use another runtime", opts.runtimeName)
+		}
+		found, err := engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs)
+		for _, note := range found.Notes() {
+			fmt.Fprintln(stderr, "nondet-sandbox: "+note)
+		}
+		if err != nil {
+			return nil, err
+		}
+		pkgs = found.Found
+		targets = append(targets, engine.PackageTargets(pkgs)...)
+	}
+	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: append(slices.Clip(opts.exclude), opts.extendExclude...), Force: opts.forceExclude, Root: projectRoots()}
+	if filter.Base == "" {
+		filter.Base, _ = os.Getwd()
+	}
+	src, err := engine.Resolve(targets, filter)
+	if errors.Is(err, engine.ErrAllExcluded) {
+		fmt.Fprintln(stderr, "nondet-sandbox: "+err.Error())
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if part != nil {
+		src = src.Part(part.Index, part.Of)
+	}
+	return &selection{src: src, pkgs: pkgs, targets: targets, part: part}, nil
+}
+
 // closeRuntime releases what a runtime holds (the Docker client).
 func closeRuntime(rt sandbox.Runtime) {
 	if c, ok := rt.(io.Closer); ok {
@@ -199,44 +253,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	if err := opts.callOptions.check(); err != nil {
 		return err
 	}
-	part, err := parseShard(opts.shard, opts.seed)
-	if err != nil {
+	sel, err := opts.sources(ctx, args, stderr)
+	if err != nil || sel == nil {
 		return err
 	}
-	targets, err := parseTargets(args)
-	if err != nil {
-		return err
-	}
-	var pkgs []engine.Package
-	if len(opts.packages) > 0 || opts.allPkgs {
-		if reg, ok := sandbox.Lookup(opts.runtimeName); ok && reg.ImageInterpreter {
-			return usageErrorf("--package reads the environment of --python on this machine; the %s runtime probes with its image's interpreter: use another runtime", opts.runtimeName)
-		}
-		found, err := engine.FindPackages(ctx, opts.python, opts.packages, opts.allPkgs)
-		for _, note := range found.Notes() {
-			fmt.Fprintln(stderr, "nondet-sandbox: "+note)
-		}
-		if err != nil {
-			return err
-		}
-		pkgs = found.Found
-		targets = append(targets, engine.PackageTargets(pkgs)...)
-	}
-	filter := engine.Filter{Base: opts.configDir, Include: opts.include, Exclude: append(slices.Clip(opts.exclude), opts.extendExclude...), Force: opts.forceExclude, Root: projectRoots()}
-	if filter.Base == "" {
-		filter.Base, _ = os.Getwd()
-	}
-	src, err := engine.Resolve(targets, filter)
-	if errors.Is(err, engine.ErrAllExcluded) {
-		fmt.Fprintln(stderr, "nondet-sandbox: "+err.Error())
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if part != nil {
-		src = src.Part(part.Index, part.Of)
-	}
+	src, pkgs, part, targets := sel.src, sel.pkgs, sel.part, sel.targets
 	var base *report.Report
 	if opts.baseline != "" {
 		if base, err = readReport(opts.baseline, "--baseline"); err != nil {
@@ -316,7 +337,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 				waits = fmt.Sprintf(", %d calls past the call limit in an earlier run not waited for again", c.NotWaited)
 			}
 			if c.OverBudget > 0 {
-				waits += fmt.Sprintf(", %d functions' later rungs not called in a run once their calls took the function budget", c.OverBudget)
+				waits += fmt.Sprintf(", %d times a function's calls took the function budget in a run", c.OverBudget)
 			}
 			fmt.Fprintf(stderr, "nondet-sandbox: %s took %s, %d interpreters, %d children%s\n", c.Phase, c.Wall.Round(10*time.Millisecond), c.Interpreters, c.Children, waits)
 			if s := c.Spent; s != (engine.Spent{}) {

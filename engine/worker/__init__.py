@@ -52,9 +52,10 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               v "E:<Type> (constructor)"; us the
                                               microseconds it took, breakers included
   nc       probe     i why                    call i's function is not callable
-  ob       probe     i us                     call i's function has spent us microseconds
-                                              in calls this run, its budget: call i and
-                                              its later calls are not made
+  ob       probe     i us below               call i is not made: its function has spent
+                                              us microseconds in calls this run, its
+                                              budget, and is now called only on rungs
+                                              below below (the calls it had made then)
   gone     probe     m i why t to us          module m's process died (t: was ended for
                                               writing what it may not; to: ran past its
                                               limit, or was blocked using no CPU past the

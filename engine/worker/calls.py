@@ -19,14 +19,16 @@ from .state import ProcessState, _import
 def run_calls(plan, ch, lo, hi, skip, mark):
     """Calls plan["calls"][lo:hi] in order, importing each module at its
     first call, marking each call's start in mark and queueing a result
-    record per call. A function whose calls have taken the plan's
-    function_budget (seconds) in this process makes no more: its next call
-    is answered "ob" instead."""
+    record per call. Once a function's calls have taken the plan's
+    function_budget (seconds) in this process, after n calls, it is called
+    only on rungs below n; each call it does not make is answered "ob". A
+    forward run keeps the first n rungs; a reversed one, which called the
+    last n first, calls the first n too, so the two compare on them."""
     state = ProcessState()
     me = _getpid()
     modules = plan["modules"]
     budget = plan.get("function_budget") or 0
-    spent = {}
+    spent = {}  # function -> [seconds in calls, calls made, rung cap or None]
     loaded = {}
     rungs = {}
     skip = set(skip)
@@ -54,10 +56,13 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         mod = loaded[mi]
         if isinstance(mod, str):
             continue
-        if budget and spent.get(fi, 0) >= budget:
-            ch.send({"k": "ob", "i": idx, "us": int(spent[fi] * 1e6)})
-            skip.add(fi)
-            continue
+        used = spent.get(fi)
+        if used is not None and budget:
+            if used[2] is None and used[0] >= budget:
+                used[2] = used[1]
+            if used[2] is not None and ri >= used[2]:
+                ch.send({"k": "ob", "i": idx, "us": int(used[0] * 1e6), "below": used[2]})
+                continue
         # The mark goes first: looking the name up can run scanned code
         # (a module __getattr__), and that must be under the call's limit.
         mark.start(idx)
@@ -89,7 +94,9 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             # the probe: only the caller speaks for the call.
             _exit(0)
         took = _clock() - t0
-        spent[fi] = spent.get(fi, 0) + took
+        used = spent.setdefault(fi, [0.0, 0, None])
+        used[0] += took
+        used[1] += 1
         rec["us"] = int(took * 1e6)
         if reach and reach[0] is not None:
             rec["rb"] = 1 if reach[0] else 0

@@ -14,7 +14,7 @@ from .channel import MARK_POLL
 # passes on exactly these fields.
 _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
-    "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int},
+    "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int, "below": int},
     "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "us": int},
     "end": {},
 }
@@ -275,10 +275,11 @@ class _Relay:
             i = rec.get("i")
             ok = (self.step is None and self.imported and i is not None and self.last < i < self.hi
                   and i >= self.lo and calls[i][0] not in self.skip
-                  and functions[calls[i][0]]["module"] == self.mi)
+                  and functions[calls[i][0]]["module"] == self.mi
+                  and (kind != "ob" or bool(self.plan.get("function_budget"))))
             if ok:
                 self.last = i
-                if kind in ("nc", "ob"):
+                if kind == "nc":
                     self.skip.add(calls[i][0])
             return ok
         if kind == "end":

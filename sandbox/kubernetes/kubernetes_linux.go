@@ -275,13 +275,13 @@ head -c "$n" <&6 6<&- | { exec 4<&0 0</dev/null 6<&-; exec "$@"; } & p=$!; exec 
 
 // unpack is the init container's command: exactly the tree's bytes of its
 // standard input (its first argument says how many), unpacked.
+const unpack = `umask 022; head -c "$1" | tar -xzf - -C ` + treeDir + ` --no-same-owner`
+
 // bakedCheck goes before the shim in a baked pod: the image must hold
 // the scan's files (their digest is $1), or the pod ends with BakedExit
 // before anything runs.
 const bakedCheck = `[ "$(cat ` + BakedFile + ` 2>/dev/null)" = "$1" ] || exit 87; shift
 `
-
-const unpack = `umask 022; head -c "$1" | tar -xzf - -C ` + treeDir + ` --no-same-owner`
 
 // Attach streams are held open once their bytes are sent and closed only
 // when the container is done with them: closing a container's standard
@@ -416,8 +416,8 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		exit.Signal = "SIGKILL"
 	}
 	if exit.Code == BakedExit && exit.Signal == "" && s.opts.Baked {
-		return nil, sandbox.Unavailable(sandbox.ErrNoEngine, fmt.Sprintf(
-			"the image %s does not hold this scan's files (--baked): bake one for these targets with `nondet-sandbox image bake --tag %s TARGETS` and make it reach the nodes, or drop --baked", s.opts.Image, s.opts.Image))
+		return nil, sandbox.Unavailable(sandbox.ErrNoImage, fmt.Sprintf(
+			"the image %s does not hold this scan's files (--baked; they are nondet-sandbox-baked:%s): bake them with `nondet-sandbox image bake` and the scan's own targets and flags, make the image reach the nodes, and pass its name to --image; or drop --baked", s.opts.Image, tr.digest[:12]))
 	}
 	if exit.Code == NetworkExit && exit.Signal == "" {
 		return nil, sandbox.Unavailable(sandbox.ErrNetwork, fmt.Sprintf(

@@ -116,7 +116,7 @@ func walk(binds []sandbox.Bind, masks []sandbox.Mask, visit func(e *entry) error
 				e.hdr.Typeflag, e.hdr.Size, e.hdr.Mode = tar.TypeReg, info.Size(), int64(info.Mode().Perm()|0o444)
 				total += info.Size()
 				if total > maxTree {
-					return fmt.Errorf("the scanned trees hold more than %d MiB; the kubernetes runtime sends them to every pod: narrow the scan (--exclude, or split it with --shard)", maxTree>>20)
+					return fmt.Errorf("the scanned trees hold more than %d MiB, more than a pod of the kubernetes runtime is given: narrow the scan (--exclude, or split it with --shard)", maxTree>>20)
 				}
 			default:
 				return nil // devices, sockets, FIFOs: nothing a module imports
@@ -124,7 +124,7 @@ func walk(binds []sandbox.Bind, masks []sandbox.Mask, visit func(e *entry) error
 			return visit(e)
 		})
 		if err != nil {
-			return fmt.Errorf("kubernetes: packing %s for the pods: %w", b.Source, err)
+			return fmt.Errorf("kubernetes: reading %s for the pods: %w", b.Source, err)
 		}
 	}
 	return nil

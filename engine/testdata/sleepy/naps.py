@@ -1,3 +1,4 @@
+import os
 import time
 
 
@@ -6,6 +7,13 @@ def naps(x):
     never past the call limit, only slow."""
     time.sleep(0.3)
     return repr(x)
+
+
+def naps_in_locale(x):
+    """As slow, and answers with the locale, which only the one reversed
+    run of three varies."""
+    time.sleep(0.3)
+    return os.environ.get("LC_ALL"), repr(x)
 
 
 def fine(x):

@@ -138,18 +138,26 @@ class Entry(unittest.TestCase):
                             ["forks"], [[0, 0], [0, 0]])
         self.assertEqual(answers, [(0, "V:False"), (1, "V:False")])
 
-    def test_a_function_past_its_budget_makes_no_more_calls(self):
+    def test_a_function_past_its_budget_keeps_its_first_rungs(self):
         # Each call of slow takes at least 0.2 s: past the 0.35 s budget
-        # after two calls at most, its next call is answered "ob" and the
-        # rest are not made; the next function is called as ever.
-        recs = probe_one("import time\n\ndef slow():\n    time.sleep(0.2)\n\ndef quick():\n    return 1\n",
-                         ["slow", "quick"], [[0, 0]] * 5 + [[1, 0]], {"function_budget": 0.35}, records=True)
-        answered = [r["i"] for r in recs if r["k"] == "r"]
-        over = [r for r in recs if r["k"] == "ob"]
-        self.assertEqual(len(over), 1, recs)
-        self.assertIn(over[0]["i"], (1, 2), recs)
-        self.assertGreaterEqual(over[0]["us"], 350000)
-        self.assertEqual(answered, list(range(over[0]["i"])) + [5])
+        # after n <= 2 calls. A forward run then makes no more; a reversed
+        # run, which began at rung 5, still calls the rungs below n, so the
+        # two runs share them. The next function is called as ever.
+        src = "import time\n\ndef slow(x):\n    time.sleep(0.2)\n\ndef quick():\n    return 1\n"
+        functions = [{"module": 0, "name": "slow", "arity": 1}, {"module": 0, "name": "quick", "arity": 0}]
+        for order in (range(6), range(5, -1, -1)):
+            calls = [[0, r] for r in order] + [[1, 0]]
+            recs = probe_one(src, ["slow", "quick"], calls, {"function_budget": 0.35, "functions": functions}, records=True)
+            over = [r for r in recs if r["k"] == "ob"]
+            self.assertTrue(over, recs)
+            n = over[0]["below"]
+            self.assertIn(n, (1, 2), recs)
+            self.assertGreaterEqual(over[0]["us"], 350000)
+            answered = sorted(calls[r["i"]][1] for r in recs if r["k"] == "r" and calls[r["i"]][0] == 0)
+            made_first = [r for r in order][:n]
+            self.assertEqual(answered, sorted(set(made_first) | set(range(n))), recs)
+            self.assertEqual(len(over) + len(answered), 6)
+            self.assertEqual([r["i"] for r in recs if r["k"] == "r"][-1], 6)
 
     def test_no_budget_makes_every_call(self):
         recs = probe_one("import time\n\ndef slow():\n    time.sleep(0.05)\n",

@@ -42,20 +42,24 @@ class Relay(unittest.TestCase):
         self.assertTrue(rel.ended)
         self.assertEqual([r["k"] for r in sent], ["is", "id", "r", "nc"])
 
-    def test_a_spent_budget_skips_the_function(self):
-        # "ob" ends the function's calls, as "nc" does: its next call is
-        # out of turn; the module's other function goes on.
-        PLAN = {"functions": [{"module": 0, "name": "a"}, {"module": 0, "name": "c"}],
-                "calls": [[0, 0], [0, 1], [0, 2], [1, 0]]}
+    def test_a_spent_budget_stands_for_one_call(self):
+        # "ob" is one call not made, in turn; the function's later calls
+        # still come. A plan with no budget has no "ob".
+        PLAN = {"function_budget": 1, "functions": [{"module": 0, "name": "a"}, {"module": 0, "name": "c"}],
+                "calls": [[0, 2], [0, 1], [0, 0], [1, 0]]}
         ch = _Sent()
         rel = relay._Relay(PLAN, ch, 0, 4, 0, set(), -1, channel.CallMark())
         rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n{"k":"r","i":0,"v":"V:1"}\n'
-                   b'{"k":"ob","i":1,"us":7}\n{"k":"r","i":3,"v":"V:2"}\n{"k":"end"}\n')
+                   b'{"k":"ob","i":1,"us":7,"below":1}\n{"k":"r","i":2,"v":"V:0"}\n{"k":"r","i":3,"v":"V:2"}\n{"k":"end"}\n')
         self.assertEqual(rel.tampered, "")
-        self.assertEqual([r["k"] for r in ch.records], ["is", "id", "r", "ob", "r"])
-        self.assertIn(0, rel.skip)
+        self.assertEqual([r["k"] for r in ch.records], ["is", "id", "r", "ob", "r", "r"])
+        self.assertNotIn(0, rel.skip)
         rel = relay._Relay(PLAN, _Sent(), 0, 4, 0, set(), -1, channel.CallMark())
-        rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n{"k":"ob","i":0,"us":7}\n{"k":"r","i":1,"v":"V:1"}\n')
+        rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n{"k":"r","i":0,"v":"V:1"}\n{"k":"r","i":0,"v":"V:1"}\n')
+        self.assertIn("out of turn", rel.tampered)
+        unbudgeted = dict(PLAN, function_budget=0)
+        rel = relay._Relay(unbudgeted, _Sent(), 0, 4, 0, set(), -1, channel.CallMark())
+        rel._lines(b'{"k":"is","m":0}\n{"k":"id","m":0}\n{"k":"ob","i":0,"us":7,"below":0}\n')
         self.assertIn("out of turn", rel.tampered)
 
     def test_another_modules_call_is_refused(self):

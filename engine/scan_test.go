@@ -419,6 +419,18 @@ func TestZygoteDeathCostsItsPackageOnly(t *testing.T) {
 	}
 }
 
+// oncePerRun says whether f has, in each of runs runs, exactly one
+// contained event of kind whose detail holds detail.
+func oncePerRun(f *report.Function, kind, detail string, runs int) bool {
+	perRun := map[int]int{}
+	for _, e := range f.Contained {
+		if e.Kind == kind && strings.Contains(e.Detail, detail) {
+			perRun[e.Run]++
+		}
+	}
+	return len(perRun) == runs && !slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 })
+}
+
 // A function that is only slow (0.3 s a call: below the idle and call
 // limits) makes calls in a run until they have taken the function budget,
 // and the report says so once per run; its module's other function is
@@ -433,13 +445,7 @@ func TestSlowFunctionsStopAtTheirBudget(t *testing.T) {
 		o.PhaseDone = func(c engine.PhaseCost) { over += c.OverBudget }
 	}, "testdata/sleepy")
 	f := fn(t, rep, "naps.py::naps")
-	perRun := map[int]int{}
-	for _, e := range f.Contained {
-		if e.Kind == "budget" && strings.Contains(e.Detail, "past the 1s") {
-			perRun[e.Run]++
-		}
-	}
-	if len(perRun) != 3 || over < 3 || slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 }) {
+	if !oncePerRun(f, "budget", "past the 1s", 3) || over < 3 {
 		t.Errorf("naps: want one budget event in each of 3 runs (%d counted), got %+v", over, f.Contained)
 	}
 	// A rung is two calls (the in-process repeat): at most two rungs
@@ -474,13 +480,7 @@ func TestHangsArePaidOnce(t *testing.T) {
 	}
 	for _, id := range []string{"slow.py::waits", "slow.py::waits_on_big"} {
 		f := fn(t, rep, id)
-		perRun := map[int]int{}
-		for _, e := range f.Contained {
-			if e.Kind == "timeout" && strings.Contains(e.Detail, "call limit") {
-				perRun[e.Run]++
-			}
-		}
-		if len(perRun) != 4 || slices.ContainsFunc(slices.Collect(maps.Values(perRun)), func(n int) bool { return n != 1 }) {
+		if !oncePerRun(f, "timeout", "call limit", 4) {
 			t.Errorf("%s: want one call past the limit in each of 4 runs, got %+v", id, f.Contained)
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nondet-sandbox/nondet-sandbox/internal/testenv"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
@@ -29,16 +27,7 @@ import (
 // is the one of the same scan that sends each pod the tree. A tree with
 // one more file is refused, with a message that says what to do.
 func TestBakedImageSendsNothing(t *testing.T) {
-	testenv.NeedRoot(t)
-	kubeconfig := testenv.Kubeconfig(t)
-	if err := exec.Command("docker", "image", "inspect", "nondet-sandbox-probe:latest").Run(); err != nil {
-		testenv.Skip(t, "no probe image in a running Docker (scripts/start-docker && make image): the baked image is built on it")
-	}
-	run := cmp.Or(os.Getenv("NONDET_SANDBOX_K8S_RUN"), "/run/nondet-sandbox-k8s")
-	sock := filepath.Join(run, "containerd", "containerd.sock")
-	if _, err := os.Stat(sock); err != nil {
-		testenv.Skip(t, "the baked image test runs on the cluster of scripts/start-kubernetes, whose containerd the image is imported into; none runs here")
-	}
+	kubeconfig, sock := startedCluster(t, "the baked image test", "the baked image")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// A namespace of its own: the kubernetes package's tests, which may

@@ -45,15 +45,7 @@ const jobTree = "testdata/jobtree"
 // node's, in a namespace of their own that may), and the reports go to a
 // host folder instead of a claim (no storage provisioner).
 func TestIndexedJobMergesToTheWhole(t *testing.T) {
-	testenv.NeedRoot(t)
-	kubeconfig := testenv.Kubeconfig(t)
-	if err := exec.Command("docker", "image", "inspect", "nondet-sandbox-probe:latest").Run(); err != nil {
-		testenv.Skip(t, "no probe image in a running Docker (scripts/start-docker && make image): the coordinator image is built on it")
-	}
-	run := cmp.Or(os.Getenv("NONDET_SANDBOX_K8S_RUN"), "/run/nondet-sandbox-k8s")
-	if _, err := os.Stat(filepath.Join(run, "containerd", "containerd.sock")); err != nil {
-		testenv.Skip(t, "the Job test runs on the cluster of scripts/start-kubernetes, whose containerd the coordinator image is imported into; none runs here")
-	}
+	kubeconfig, _ := startedCluster(t, "the Job test", "the coordinator image")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
@@ -279,6 +271,26 @@ func TestIndexedJobMergesToTheWhole(t *testing.T) {
 	if !bytes.Equal(a, bb) {
 		t.Errorf("the Job's merged parts are not the whole scan:\n%s", firstDiff(a, bb))
 	}
+}
+
+// startedCluster is the single-node cluster of scripts/start-kubernetes,
+// with the probe image in Docker: the tests that build an image on it
+// and import it into the cluster's containerd (test, image) run there.
+// It returns the cluster's kubeconfig and that containerd's socket, or
+// skips, saying why.
+func startedCluster(t *testing.T, test, image string) (kubeconfig, containerd string) {
+	t.Helper()
+	testenv.NeedRoot(t)
+	kubeconfig = testenv.Kubeconfig(t)
+	if err := exec.Command("docker", "image", "inspect", "nondet-sandbox-probe:latest").Run(); err != nil {
+		testenv.Skip(t, "no probe image in a running Docker (scripts/start-docker && make image): "+image+" is built on it")
+	}
+	run := cmp.Or(os.Getenv("NONDET_SANDBOX_K8S_RUN"), "/run/nondet-sandbox-k8s")
+	containerd = filepath.Join(run, "containerd", "containerd.sock")
+	if _, err := os.Stat(containerd); err != nil {
+		testenv.Skip(t, test+" runs on the cluster of scripts/start-kubernetes, whose containerd "+image+" is imported into; none runs here")
+	}
+	return kubeconfig, containerd
 }
 
 // awaitNamespaceGone waits while an earlier run's namespace of that name

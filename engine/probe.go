@@ -189,8 +189,9 @@ type workerPlan struct {
 	// limit.
 	IdleTimeout float64 `json:"idle_timeout,omitempty"`
 	// FunctionBudget, in seconds, is how long one function's calls may
-	// take together in one process: past it, its next call is answered
-	// "ob" and the rest are not made. Zero: no budget.
+	// take together in one process: once they have, after n calls, it is
+	// called only on rungs below n, and each call left out is answered
+	// "ob". Zero: no budget.
 	FunctionBudget float64 `json:"function_budget,omitempty"`
 	// CodeDir holds the scanned modules' bytecode, compiled by discovery.
 	CodeDir string `json:"code_dir,omitempty"`

@@ -8,6 +8,7 @@ import sys
 
 from . import discover, posture, probe, seccomp
 from .channel import REQUEST_FD
+from .forking import flush_streams
 
 
 def main(argv):
@@ -41,7 +42,7 @@ def main(argv):
         posture.posture(req)
     else:
         probe.probe(req)
-    probe._flush_streams()
+    flush_streams()
     # Leave at once: a non-daemon thread the scanned code left running would
     # otherwise hold the interpreter open at shutdown.
     os._exit(0)

@@ -80,6 +80,7 @@ class Entry(unittest.TestCase):
         # the number of ladders a large audit has.
         self.assertEqual([r["k"] for r in recs], ["module"] + ["ladder"] * 4 + ["done"], err)
         self.assertTrue(all(r["n"] == "N" for r in recs))
+        self.assertEqual(err, "")
         self.assertEqual(recs[0]["functions"][0]["name"], "f")
         ladders = {k: v for r in recs if r["k"] == "ladder" for k, v in r["rungs"].items()}
         self.assertEqual(sorted(ladders), ["0", "1", "2", "3"])
@@ -115,6 +116,8 @@ class Entry(unittest.TestCase):
         answers = {r["i"]: r.get("v", r.get("x")) for r in recs if r["k"] == "r"}
         self.assertEqual(answers, {0: "V:canon.T:T", 1: 'V:["probe",[None,None,None],True]'}, (recs, err))
         self.assertEqual(recs[-1]["k"], "done")
+        # The worker leaves at once and says nothing on stderr.
+        self.assertEqual(err, "")
         # Each import and each answer says how long it took, in microseconds.
         for r in recs:
             if r["k"] in ("r", "id"):

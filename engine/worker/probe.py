@@ -55,9 +55,13 @@ def probe(plan):
             zygote.close()
             zygote = None
             _sweep_children()
-        # A package's zygote pays where two stretches or more share it.
-        if (zygote is None and keys[k] is not None and keys[k] not in tried and k + 1 < len(stretches)
-                and keys[k + 1] == keys[k] and not plan.get("no_zygotes")):
+        # Every stretch of a package comes from its zygote, in every run,
+        # even a package with one module: a child forked there runs deeper
+        # in the worker's stack than one forked here, and a function that
+        # counts its callers' frames must see the same stack in every
+        # run, however its package's calls are cut (lone runs, a call left
+        # out after a hang).
+        if zygote is None and keys[k] is not None and keys[k] not in tried and not plan.get("no_zygotes"):
             tried.add(keys[k])
             zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
         while lo < hi and mi not in dead:

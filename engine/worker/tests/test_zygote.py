@@ -65,6 +65,20 @@ class Zygote(unittest.TestCase):
         self.assertEqual((served[0], served[3]), ("V:False", "V:False"), err)
         self.assertEqual((alone[0], alone[3]), ("V:True", "V:True"), err2)
 
+    def test_a_package_sees_one_stack_however_its_calls_are_cut(self):
+        # A function that counts its callers' frames, in a package of one
+        # module, answers the same in one stretch and in two (a lone run,
+        # or a run that leaves out a call that hung in an earlier one).
+        depth = ("import sys\n\ndef depth(x):\n    f, n = sys._getframe(), 0\n"
+                 "    while f:\n        f, n = f.f_back, n + 1\n    return n\n")
+        root = self.tree(extra={"pkg/a.py": depth})
+        functions = [{"module": 0, "name": "depth", "arity": 1}]
+        calls = [[0, 0], [0, 1]]
+        whole, _, err = self.probe(root, ["pkg.a"], functions, calls)
+        cut, _, err2 = self.probe(root, ["pkg.a"], functions, calls, segments=[0, 1])
+        self.assertEqual(whole, cut, (err, err2))
+        self.assertEqual(whole[0], whole[1], err)
+
     def test_a_package_that_leaves_a_thread_is_not_served(self):
         init = INIT + "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
         served, _, err = self.standard(self.tree(init=init))

@@ -175,10 +175,11 @@ type workerPlan struct {
 	// runs each segment in a child forked before anything scanned is
 	// imported.
 	Segments []int `json:"segments,omitempty"`
-	// NoZygotes forks every module's child from the worker's parent: a
-	// package's zygote imports the package without a record, so a worker
-	// that died outside any import or call may have died there, and its
-	// retry imports each package in a child that says so.
+	// NoZygotes has no package imported outside a child: a package's
+	// zygote imports the package without a record, so a worker that died
+	// outside any import or call may have died there, and its retry
+	// imports each package in a child that says so (forked from a bare
+	// zygote, which imports nothing).
 	NoZygotes bool `json:"no_zygotes,omitempty"`
 	// The limits the worker holds each call and import to, in seconds:
 	// it names the call that ran past its limit and goes on with the next.

@@ -73,8 +73,8 @@ parent itself is killed. Results go child -> parent -> engine in batches
 the parent to have passed them on.
 
 A probe plan's "segments" split its calls into lone runs, a child each;
-"no_zygotes" forks every child from the parent (the engine asks for it
-when a worker died outside any module's import or call).
+"no_zygotes" has every package's zygote import nothing (the engine asks
+for it when a worker died outside any module's import or call).
 A discover request's "code" asks for each module's bytecode; a probe plan's
 "code_dir" is where the engine keeps it (CodeCache, bytecode.py).
 

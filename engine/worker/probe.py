@@ -55,17 +55,26 @@ def probe(plan):
             zygote.close()
             zygote = None
             _sweep_children()
-        # Every stretch of a package comes from its zygote, in every run,
-        # even a package with one module: a child forked there runs deeper
+        # Every stretch of a package comes from a zygote, in every run,
+        # even a package of one module: a child forked there runs deeper
         # in the worker's stack than one forked here, and a function that
-        # counts its callers' frames must see the same stack in every
-        # run, however its package's calls are cut (lone runs, a call left
-        # out after a hang).
-        if zygote is None and keys[k] is not None and keys[k] not in tried and not plan.get("no_zygotes"):
+        # counts its callers' frames must see the same stack in every run,
+        # however its package's calls are cut (lone runs, a call left out
+        # after a hang). Where the package cannot be imported there, or
+        # the engine asks for no imports outside a child (no_zygotes), a
+        # bare zygote forks its children from the same stack.
+        if zygote is None and keys[k] is not None and keys[k] not in tried:
             tried.add(keys[k])
-            zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
+            if not plan.get("no_zygotes"):
+                zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
+            if zygote is None:
+                zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable, bare=True)
         while lo < hi and mi not in dead:
-            lo = _run_child(plan, ch, lo, hi, mi, skip, dead, zygote if zygote is not None and zygote.alive else None)
+            if zygote is not None and not zygote.alive:
+                # A child ended it: the package's next children come
+                # from a bare one, from the same stack.
+                zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable, bare=True)
+            lo = _run_child(plan, ch, lo, hi, mi, skip, dead, zygote)
         _sweep_children(zygote.pid if zygote is not None and zygote.alive else None)
     if zygote is not None:
         zygote.close()

@@ -16,8 +16,11 @@ A package whose import leaves a thread running (any thread of the
 process, Python's or not) or a descriptor open is not served (a thread
 is not forked, a descriptor's offset would be shared between the
 children), nor one whose import fails or takes longer than the call
-limit: its stretches get children forked from the parent, which import
-it themselves as every module's did before. The zygote's import sends
+limit: its stretches get children forked from a bare zygote, which
+imports nothing, and they import it themselves; so do the children after
+one that ended its zygote. Every package's children come from a zygote,
+so all of them run as deep in the worker's stack, whatever happened to
+the package's import. The zygote's import sends
 no record, so it must end well inside the engine's limit for the time
 between two records (the call limit and a margin); a longer import is
 an import's business, under the import limit, in a child that says so.
@@ -66,10 +69,11 @@ class Zygote:
         self.alive = True
 
     @classmethod
-    def start(cls, plan, ch_fd, key, dumpable):
+    def start(cls, plan, ch_fd, key, dumpable, bare=False):
         """Forks a zygote for key and waits for it to import its package;
         None when it cannot serve (the import failed, hung, left a thread
-        or a descriptor behind)."""
+        or a descriptor behind). A bare zygote imports nothing: its
+        children import the package themselves, from the same stack."""
         if not hasattr(socket, "send_fds"):  # Python before 3.9
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -79,7 +83,7 @@ class Zygote:
             ours.close()
             os.close(ch_fd)
             dumpable()
-            _serve(plan, theirs, key, mark)
+            _serve(plan, theirs, key, mark, bare)
         pid = fork(zygote)
         theirs.close()
         z = cls(pid, ours, mark, key)
@@ -162,6 +166,26 @@ def _parent_of(pid):
         return -1
 
 
+def _import_package(key):
+    """Imports the package and puts the process state back; False when
+    the package cannot be served (it was imported already, its import
+    failed, or it left a thread or a descriptor behind)."""
+    root, top = key
+    state = ProcessState()
+    fds = _descriptors()
+    if top in sys.modules or fds is None:
+        return False
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        importlib.import_module(top)
+    except BaseException:
+        return False
+    state.after_import()
+    state.restore()
+    return threading.active_count() == 1 and _threads() == 1 and _descriptors() == fds
+
+
 def _descriptors():
     try:
         return sorted(os.listdir("/proc/self/fd"))
@@ -176,25 +200,10 @@ def _threads():
         return 2  # cannot tell: not served
 
 
-def _serve(plan, sock, key, mark):
-    """The zygote: import the package, then fork a child per request until
-    the parent closes the socket."""
-    root, top = key
-    state = ProcessState()
-    fds = _descriptors()
-    if top in sys.modules or fds is None:
-        sock.send(b"unfit")
-        return
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    try:
-        importlib.import_module(top)
-    except BaseException:
-        sock.send(b"unfit")
-        return
-    state.after_import()
-    state.restore()
-    if threading.active_count() > 1 or _threads() > 1 or _descriptors() != fds:
+def _serve(plan, sock, key, mark, bare):
+    """The zygote: import the package (unless bare), then fork a child per
+    request until the parent closes the socket."""
+    if not bare and not _import_package(key):
         sock.send(b"unfit")
         return
     sock.settimeout(None)

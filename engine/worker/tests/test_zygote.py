@@ -68,16 +68,27 @@ class Zygote(unittest.TestCase):
     def test_a_package_sees_one_stack_however_its_calls_are_cut(self):
         # A function that counts its callers' frames, in a package of one
         # module, answers the same in one stretch and in two (a lone run,
-        # or a run that leaves out a call that hung in an earlier one).
+        # or a run that leaves out a call that hung in an earlier one),
+        # after a retry that imports nothing outside a child, and where
+        # the package's import leaves a thread (no zygote can import it).
         depth = ("import sys\n\ndef depth(x):\n    f, n = sys._getframe(), 0\n"
                  "    while f:\n        f, n = f.f_back, n + 1\n    return n\n")
-        root = self.tree(extra={"pkg/a.py": depth})
         functions = [{"module": 0, "name": "depth", "arity": 1}]
         calls = [[0, 0], [0, 1]]
+        root = self.tree(extra={"pkg/a.py": depth})
         whole, _, err = self.probe(root, ["pkg.a"], functions, calls)
-        cut, _, err2 = self.probe(root, ["pkg.a"], functions, calls, segments=[0, 1])
-        self.assertEqual(whole, cut, (err, err2))
         self.assertEqual(whole[0], whole[1], err)
+        threads = INIT + "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        for plan, tree in (({"segments": [0, 1]}, root), ({"no_zygotes": True}, root),
+                           ({}, self.tree(init=threads, extra={"pkg/a.py": depth}))):
+            other, _, err2 = self.probe(tree, ["pkg.a"], functions, calls, **plan)
+            self.assertEqual(whole, other, (plan, err, err2))
+        # And after a child of the package ended its zygote.
+        killer = "import os\n\ndef kill(x):\n    os.kill(os.getppid(), 9)\n"
+        tree = self.tree(extra={"pkg/a.py": depth, "pkg/b.py": killer})
+        functions = [{"module": 1, "name": "kill", "arity": 1}, {"module": 0, "name": "depth", "arity": 1}]
+        after, recs, err2 = self.probe(tree, ["pkg.a", "pkg.b"], functions, [[0, 0], [1, 0], [1, 1]])
+        self.assertEqual([after.get(1), after.get(2)], [whole[0], whole[1]], (recs, err2))
 
     def test_a_package_that_leaves_a_thread_is_not_served(self):
         init = INIT + "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"

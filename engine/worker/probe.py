@@ -48,7 +48,7 @@ def probe(plan):
     stretches = list(zip(bounds, bounds[1:]))
     keys = [zygote_key(plan, functions[calls[lo][0]]["module"]) for lo, _ in stretches]
     zygote = None
-    tried = set()  # a package gets one zygote per run: one that failed is not tried again
+    unfit = set()  # packages a zygote could not import: not tried again in this run
     for k, (lo, hi) in enumerate(stretches):
         mi = functions[calls[lo][0]]["module"]
         if zygote is not None and zygote.key != keys[k]:
@@ -60,13 +60,15 @@ def probe(plan):
         # in the worker's stack than one forked here, and a function that
         # counts its callers' frames must see the same stack in every run,
         # however its package's calls are cut (lone runs, a call left out
-        # after a hang). Where the package cannot be imported there, or
-        # the engine asks for no imports outside a child (no_zygotes), a
-        # bare zygote forks its children from the same stack.
-        if zygote is None and keys[k] is not None and keys[k] not in tried:
-            tried.add(keys[k])
-            if not plan.get("no_zygotes"):
+        # after a hang, lone runs of several packages in turn). Where the
+        # package cannot be imported there, or the engine asks for no
+        # imports outside a child (no_zygotes), a bare zygote forks its
+        # children from the same stack.
+        if zygote is None and keys[k] is not None:
+            if keys[k] not in unfit and not plan.get("no_zygotes"):
                 zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable)
+                if zygote is None:
+                    unfit.add(keys[k])
             if zygote is None:
                 zygote = Zygote.start(plan, ch.fd, keys[k], _child_dumpable, bare=True)
         while lo < hi and mi not in dead:

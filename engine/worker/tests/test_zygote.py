@@ -91,6 +91,14 @@ class Zygote(unittest.TestCase):
         functions = [{"module": 1, "name": "kill", "arity": 1}, {"module": 0, "name": "depth", "arity": 1}]
         after, recs, err2 = self.probe(tree, ["pkg.a", "pkg.b"], functions, [[0, 0], [1, 0], [1, 1]])
         self.assertEqual([after.get(1), after.get(2)], [whole[0], whole[1]], (recs, err2))
+        # And in lone runs of two packages in turn: pkg, another, pkg.
+        os.mkdir(os.path.join(root, "other"))
+        for name in ("__init__.py", "c.py"):
+            with open(os.path.join(root, "other", name), "w") as fh:
+                fh.write("def f(x):\n    return 1\n")
+        functions = [{"module": 0, "name": "depth", "arity": 1}, {"module": 1, "name": "f", "arity": 1}]
+        turns, recs, err2 = self.probe(root, ["pkg.a", "other.c"], functions, [[0, 0], [1, 0], [0, 1]], segments=[0, 1, 2])
+        self.assertEqual([turns.get(0), turns.get(2)], [whole[0], whole[1]], (recs, err2))
 
     def test_a_package_that_leaves_a_thread_is_not_served(self):
         init = INIT + "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"

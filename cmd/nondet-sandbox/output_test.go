@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,5 +156,71 @@ func TestInterruptedScanWritesAPartialReport(t *testing.T) {
 	f := rep.Function("mod.py::steady")
 	if f == nil || f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "interrupted before") {
 		t.Errorf("steady: want not probed as interrupted before some run, got %+v witness %+v", f, f.Witness)
+	}
+}
+
+// TestOutputToAPipeOrThroughALink: -o names a pipe (or a device such as
+// /dev/null, or /dev/stdout): the report is written into it and the node
+// stays what it was, where renaming a file over it would replace it (as
+// root, /dev/null itself). -o names a link: the file it leads to gets
+// the report, and the link stays. -o names a folder: said at once.
+func TestOutputToAPipeOrThroughALink(t *testing.T) {
+	testenv.Integration(t)
+	dir := t.TempDir()
+	scanned := filepath.Join(dir, "scan.json")
+	opts := testOptions(t, "host", 3)
+	opts.output = scanned
+	if err := runRun(context.Background(), opts, []string{"../../fixtures/known.py::epoch_year"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errFindings) {
+		t.Fatalf("the scan: %v", err)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() {
+		data, _ := os.ReadFile(fifo)
+		got <- data
+	}()
+	if err := runRender(context.Background(), renderOptions{format: "concise", output: fifo}, scanned, &bytes.Buffer{}); err != nil {
+		t.Fatalf("render to a pipe: %v", err)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe is now %v (%v)", st.Mode(), err) // and its reader waits for ever
+	}
+	if data := <-got; !strings.Contains(string(data), "known.py::epoch_year") {
+		t.Errorf("the pipe read %q", data)
+	}
+
+	real := filepath.Join(dir, "real.txt")
+	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink("real.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := runRender(context.Background(), renderOptions{format: "concise", output: link}, scanned, &bytes.Buffer{}); err != nil {
+		t.Fatalf("render through a link: %v", err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is now %v (%v)", st.Mode(), err)
+	}
+	if data, _ := os.ReadFile(real); !strings.Contains(string(data), "known.py::epoch_year") {
+		t.Errorf("the linked file holds %q", data)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 4 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the folder holds %v, want scan.json, fifo, real.txt, link.txt", names)
+	}
+
+	err := runRender(context.Background(), renderOptions{format: "concise", output: dir}, scanned, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "is a folder") {
+		t.Errorf("render to a folder: %v", err)
 	}
 }

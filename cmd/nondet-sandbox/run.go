@@ -496,13 +496,16 @@ func plainProgress(w io.Writer, now func() time.Time, interval time.Duration) fu
 	}
 }
 
-// output is where a report goes: standard output, or -o's file. The file
+// output is where a report goes: standard output, or -o's file. A file
 // is written atomically: a temporary file in the same folder, renamed over
 // the path only once the whole report is written, so a scan that is
-// interrupted or fails leaves the previous report as it was.
+// interrupted or fails leaves the previous report as it was. A device or
+// a pipe (/dev/null, /dev/stdout, a shell's process substitution) is
+// written to as it is: a file renamed over it would replace the node.
 type output struct {
 	w       io.Writer
 	pending *renameio.PendingFile
+	direct  *os.File // -o's device or pipe
 	show    []string // --show
 }
 
@@ -557,10 +560,13 @@ func (o *runOptions) ignoreRules() ([]report.IgnoreRule, error) {
 
 // writePartial writes the report of an interrupted scan, marked partial,
 // and returns err (the interruption: exit 130). Never over -o's file, which
-// may be a committed baseline: beside it, as FILE.partial.
+// may be a committed baseline: beside it, as FILE.partial (a device or a
+// pipe takes it as it is).
 func writePartial(opts runOptions, rep *report.Report, out *output, stdout, stderr io.Writer, err error) error {
 	dest := "standard output"
-	if opts.output != "" {
+	if out.direct != nil {
+		dest = opts.output
+	} else if opts.output != "" {
 		out.abort()
 		dest = opts.output + ".partial"
 		var oerr error
@@ -583,6 +589,20 @@ func openOutput(path string, stdout io.Writer) (*output, error) {
 	if path == "" {
 		return &output{w: stdout}, nil
 	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, usageErrorf("--output: %s is a folder; give a file's path", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, usageErrorf("--output: cannot write %s: %v", path, err)
+		}
+		return &output{w: f, direct: f}, nil
+	}
+	// Through a link, the file it leads to is replaced, not the link.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)),
 		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
@@ -597,6 +617,13 @@ func (o *output) report(format string, rep *report.Report) error {
 	if err := writeReport(o.w, format, rep, text); err != nil {
 		return err
 	}
+	if o.direct != nil {
+		if err := o.direct.Close(); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+		o.direct = nil
+		return nil
+	}
 	if o.pending == nil {
 		return nil
 	}
@@ -610,6 +637,10 @@ func (o *output) report(format string, rep *report.Report) error {
 func (o *output) abort() {
 	if o.pending != nil {
 		_ = o.pending.Cleanup()
+	}
+	if o.direct != nil {
+		_ = o.direct.Close()
+		o.direct = nil
 	}
 }
 

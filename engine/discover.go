@@ -94,7 +94,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		ASLimit int64 `json:"address_space_limit,omitempty"`
 		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: s.ex.opts.Runtime.Isolated() && !s.ex.opts.Runtime.Capabilities().FixedBinds}
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: !s.ex.opts.Runtime.Capabilities().FixedBinds}
 	if !s.ex.opts.Runtime.Isolated() {
 		req.ASLimit = s.ex.opts.Limits.MemoryBytes
 	}
@@ -162,7 +162,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	if !done {
 		return nil, fmt.Errorf("%w: discovery with %s did not finish (%s)%s", ErrRuntime, s.ex.opts.Python, out.describe(), out.stderrTail())
 	}
-	s.ex.bindCode()
+	s.ex.bindCode(s.ex.opts.Runtime.Isolated())
 	return d, nil
 }
 
@@ -173,10 +173,10 @@ const codeTarget = "/nondet-code"
 // scan's code folder, named after the path the module is imported from
 // (the worker's code_name), as its record arrives. Each probe child then
 // loads the module's code instead of compiling it: compiled once per
-// scan, not once per module per run (isolated runtimes write no
-// bytecode). The code comes from discovery, where nothing scanned runs;
-// the worker uses it only while its hash matches the source it reads. The
-// host runtime keeps its own cache (PYTHONPYCACHEPREFIX).
+// scan, not once per module per run (no probe writes bytecode). The code
+// comes from discovery, where nothing scanned runs; the worker uses it
+// only while its hash matches the source it reads, and compiles a scanned
+// module's source where none was kept.
 func (x *executor) keepCode(path string, code []byte) error {
 	dir := filepath.Join(x.scratch, "code")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -190,12 +190,17 @@ func (x *executor) keepCode(path string, code []byte) error {
 }
 
 // bindCode binds the code folder read-only into every later job, once
-// discovery has kept any code. (The kubernetes runtime packs the tree of a
+// discovery has kept any code: at codeTarget in a container, where it is
+// on the host. (The kubernetes runtime packs the tree of a
 // job's binds: its later pods get the folder with it.)
-func (x *executor) bindCode() {
+func (x *executor) bindCode(isolated bool) {
 	if x.codeKept && x.codeDir == "" {
-		x.binds = append(x.binds, sandbox.Bind{Source: filepath.Join(x.scratch, "code"), Target: codeTarget})
-		x.codeDir = codeTarget
+		src, target := filepath.Join(x.scratch, "code"), codeTarget
+		if !isolated {
+			target = src // the host's guard lets probes read it, not write it
+		}
+		x.binds = append(x.binds, sandbox.Bind{Source: src, Target: target})
+		x.codeDir = target
 	}
 }
 

@@ -15,10 +15,11 @@ func TestCodeNameIsTheWorkers(t *testing.T) {
 }
 
 // A module's code lands in the code folder under its name, and the folder
-// is bound into later jobs once, read-only at codeTarget.
+// is bound into later jobs once, read-only at codeTarget (where it is, on
+// the host).
 func TestKeptCodeIsBoundOnce(t *testing.T) {
 	s := &executor{scratch: t.TempDir()}
-	s.bindCode()
+	s.bindCode(true)
 	if len(s.binds) != 0 || s.codeDir != "" {
 		t.Fatalf("bound with no code kept: %v", s.binds)
 	}
@@ -31,9 +32,14 @@ func TestKeptCodeIsBoundOnce(t *testing.T) {
 	if err != nil || string(got) != "code of /scan/0/pkg/mod.py" {
 		t.Fatalf("kept code: %q, %v", got, err)
 	}
-	s.bindCode()
-	s.bindCode()
+	s.bindCode(true)
+	s.bindCode(true)
 	if len(s.binds) != 1 || s.binds[0].Target != codeTarget || s.binds[0].Source != filepath.Join(s.scratch, "code") || s.codeDir != codeTarget {
 		t.Fatalf("binds %v, codeDir %q", s.binds, s.codeDir)
+	}
+	host := &executor{scratch: s.scratch, codeKept: true}
+	host.bindCode(false)
+	if dir := filepath.Join(s.scratch, "code"); len(host.binds) != 1 || host.binds[0].Target != dir || host.codeDir != dir {
+		t.Fatalf("on the host: binds %v, codeDir %q", host.binds, host.codeDir)
 	}
 }

@@ -226,6 +226,15 @@ func (x *executor) layout(files []sourceFile, interp *interpreter, isolated bool
 		trees = append(trees, sandbox.Bind{Source: r, Target: target})
 	}
 	x.binds = append(x.binds, trees...)
+	if !isolated {
+		// What the host's guard lets a probe read besides the system's
+		// own: the interpreter where it lives and the worker's bytecode.
+		for _, d := range interp.mounts(sandbox.SystemDirs) {
+			x.binds = append(x.binds, sandbox.Bind{Source: d, Target: d})
+		}
+		f := x.hostFolders()
+		x.binds = append(x.binds, sandbox.Bind{Source: f.workerPycache, Target: f.workerPycache})
+	}
 	if isolated {
 		// The interpreter appears where it lives, so its own idea of its
 		// prefix holds; the system directories are the policy's.

@@ -111,32 +111,33 @@ func (w *watchdog) hasFired() bool {
 }
 
 // hostFolders are the scan's folders that its probes use on the host:
-// the bytecode cache of what the scanned code imports and the temporary
-// folder (TMPDIR: the same in every run, $TMPDIR in answers), both of
-// which the host's guard lets them write, and the worker's own bytecode
-// cache, which it does not: a probe that could rewrite the worker's
-// bytecode would speak for every later call. None lies inside another,
-// or inside a run's working directory or HOME.
+// the temporary folder (TMPDIR: the same in every run, $TMPDIR in
+// answers), which the host's guard lets them write, and the worker's own
+// bytecode cache, which it does not: a probe that could rewrite the
+// worker's bytecode would speak for every later call. Neither lies inside
+// the other, or inside a run's working directory or HOME.
 type hostFolders struct {
-	pycache, tmp, workerPycache string
+	tmp, workerPycache string
 }
 
 func (x *executor) hostFolders() hostFolders {
 	return hostFolders{
-		pycache:       filepath.Join(x.scratch, "pycache"),
 		tmp:           filepath.Join(x.scratch, "tmp"),
 		workerPycache: filepath.Join(x.scratch, "pycache-worker"),
 	}
 }
 
-// writable are the host folders a probe writes besides its own.
+// writable are the host folders a probe writes besides its own: the
+// temporary folder, of which each probe has its own under the same path
+// (private).
 func (x *executor) writable() []string {
 	if x.opts.Runtime.Isolated() {
 		return nil
 	}
-	f := x.hostFolders()
-	return []string{f.pycache, f.tmp}
+	return []string{x.hostFolders().tmp}
 }
+
+func (x *executor) private() []string { return x.writable() }
 
 // env is the environment of a probe besides its run's conditions (which
 // Apply adds): an allow-list built here, never the caller's.
@@ -148,17 +149,18 @@ func (x *executor) env() []string {
 		// a folder whatever -P says, the worker's __main__ takes off itself.
 		"PYTHONSAFEPATH=1",
 	}
-	if x.opts.Runtime.Isolated() {
-		env = append(env, "PYTHONDONTWRITEBYTECODE=1")
-	} else {
-		// On the host, bytecode lives in the scan's own caches: a planted
-		// __pycache__/*.pyc beside a source the gate read is never run, and
-		// the scan's interpreters compile each module once between them.
-		// The worker starts on its own cache and moves to the scanned
-		// code's (NONDET_PYCACHE_PREFIX, which it takes out of the
-		// environment) before anything scanned runs.
+	env = append(env, "PYTHONDONTWRITEBYTECODE=1")
+	if !x.opts.Runtime.Isolated() {
+		// On the host no probe writes bytecode another reads: the worker
+		// starts on its own cache (compiled before any probe) and, before
+		// anything scanned runs, leaves it (NONDET_PYCACHE_PREFIX empty,
+		// which it takes out of the environment) for the bytecode beside
+		// each source, which probes cannot write. The scanned modules'
+		// comes from the scan's code folder, compiled once by discovery,
+		// so a planted __pycache__/*.pyc beside a source the gate read is
+		// never run.
 		f := x.hostFolders()
-		env = append(env, "PYTHONPYCACHEPREFIX="+f.workerPycache, "NONDET_PYCACHE_PREFIX="+f.pycache, "TMPDIR="+f.tmp)
+		env = append(env, "PYTHONPYCACHEPREFIX="+f.workerPycache, "NONDET_PYCACHE_PREFIX=", "TMPDIR="+f.tmp)
 	}
 	if x.locpath != "" {
 		env = append(env, "LOCPATH="+x.inside(x.locpath))
@@ -221,6 +223,7 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 		Stderr:   out.stderr,
 		Scratch:  scratch,
 		Writable: x.writable(),
+		Private:  x.private(),
 		Limits:   x.opts.Limits,
 	}
 	rc.Apply(job, sandbox.Applying{Faketime: x.faketime})

@@ -167,6 +167,12 @@ func roBind(src, dst string) specs.Mount {
 // a probe could otherwise open them again through /proc/1/fd.
 const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
 
+// PidShim is argv run by the pid shim, in a PID namespace of its own,
+// above floor.
+func PidShim(floor int, argv []string) []string {
+	return append([]string{"/bin/sh", "-c", pidShim, "sh", strconv.Itoa(floor)}, argv...)
+}
+
 // asShim limits the address space of the job it then becomes (in KiB):
 // the rootless policy's memory limit.
 const asShim = `ulimit -v "$1" || exit 125; shift; exec "$@"`
@@ -279,7 +285,7 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 
 	args := job.Argv
 	if cond.PidFloor > 0 {
-		args = append([]string{"/bin/sh", "-c", pidShim, "sh", strconv.Itoa(cond.PidFloor)}, job.Argv...)
+		args = PidShim(cond.PidFloor, job.Argv)
 	}
 	if m := job.Limits.MemoryBytes; p.Rootless && m > 0 {
 		args = append([]string{"/bin/sh", "-c", asShim, "sh", strconv.FormatInt(m>>10, 10)}, args...)

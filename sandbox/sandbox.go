@@ -163,8 +163,12 @@ type Job struct {
 	// the job write besides its own (the scan's bytecode cache and
 	// temporary folder).
 	Writable []string
-	Cond     Conditions
-	Limits   Limits
+	// Private are those of Writable that jobs share by path only: a
+	// runtime that can gives each job its own folder there (the temporary
+	// folder), as it does for the working directory and HOME.
+	Private []string
+	Cond    Conditions
+	Limits  Limits
 }
 
 // HomeDir is the job's HOME inside the sandbox: the run's, else

@@ -63,8 +63,12 @@ class CodeCache:
     compiles as usual. Installed as a path hook in the probe's parent,
     before any scanned root is on sys.path."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, scanned=()):
         self.folder = folder
+        # The scanned modules' paths: one whose code was not kept is
+        # compiled from its source, never loaded from a pyc beside it (a
+        # planted one would run instead of the source the gate read).
+        self.scanned = frozenset(scanned)
         cache = self
 
         class SourceFileLoader(importlib.machinery.SourceFileLoader):
@@ -73,6 +77,8 @@ class CodeCache:
 
             def get_code(self, fullname):
                 code = cache.load(self.path, self.get_data)
+                if code is None and self.path in cache.scanned:
+                    return self.source_to_code(self.get_data(self.path), self.path)
                 return code if code is not None else super().get_code(fullname)
 
         self.loader = SourceFileLoader

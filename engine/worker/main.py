@@ -17,10 +17,11 @@ def main(argv):
         return 2
     mode = argv[1]
     # On the host the worker's bytecode is cached where probes cannot
-    # write, and what scanned code imports where they can (engine/job.go).
-    prefix = os.environ.pop("NONDET_PYCACHE_PREFIX", None)
-    if prefix:
-        sys.pycache_prefix = prefix
+    # write; what scanned code imports is read beside its source (the
+    # scanned modules' own from the scan's code folder), never written
+    # (engine/job.go).
+    if "NONDET_PYCACHE_PREFIX" in os.environ:
+        sys.pycache_prefix = os.environ.pop("NONDET_PYCACHE_PREFIX") or None
     # The request comes on fd 4, which no path leads to; closed before
     # anything scanned runs.
     with open(REQUEST_FD, encoding="utf-8", closefd=True) as fh:

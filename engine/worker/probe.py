@@ -28,7 +28,7 @@ def probe(plan):
     _harden()
     _map_marks()
     if plan.get("code_dir"):
-        CodeCache(plan["code_dir"]).install()
+        CodeCache(plan["code_dir"], (m["path"] for m in plan["modules"])).install()
     if plan.get("umask"):
         os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")

@@ -3,11 +3,14 @@ package host
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -52,6 +55,8 @@ func Init() {
 type Guard struct {
 	Landlock int
 	Seccomp  bool
+	// Namespaces: probes get PID, IPC and mount namespaces of their own.
+	Namespaces bool
 }
 
 // Describe is the guard in the words the warning of every host scan uses:
@@ -60,9 +65,9 @@ func (g Guard) Describe() string {
 	var parts []string
 	switch {
 	case g.Landlock == 0:
-		parts = append(parts, "this kernel has no Landlock (Linux 5.13 and later), so nothing but the static gate keeps the code from writing your files")
+		parts = append(parts, "this kernel has no Landlock (Linux 5.13 and later), so nothing but the static gate keeps the code from reading and writing your files")
 	default:
-		kept := []string{"writes outside the scan's own folders"}
+		kept := []string{"reads beyond the system's files, the interpreter, the scanned trees and what every user may read of /etc", "writes outside the scan's own folders"}
 		missing := []string{}
 		for _, f := range []struct {
 			abi  int
@@ -80,12 +85,18 @@ func (g Guard) Describe() string {
 		}
 		parts = append(parts, part)
 	}
+	parts = append(parts, "every capability is dropped, even as root (no device nodes)")
 	if g.Seccomp {
-		parts = append(parts, "seccomp refuses file metadata changes, new sockets, ptrace and privileged calls")
+		parts = append(parts, "seccomp refuses file metadata changes, new sockets, ptrace, other processes' memory, priorities, CPU affinity, scheduling and limits, System V and POSIX IPC, and privileged calls")
 	} else {
-		parts = append(parts, "this binary has no seccomp (build it with -tags seccomp, as make does), so file modes, owners, times and sockets are not guarded")
+		parts = append(parts, "this binary has no seccomp (build it with -tags seccomp, as make does), so file modes, owners, times, sockets, other processes' priorities and limits and the machine's IPC are not guarded")
 	}
-	return strings.Join(parts, "; ") + "; what the code reads is not hidden"
+	if g.Namespaces {
+		parts = append(parts, "each probe has PID, IPC and mount namespaces of its own: it sees only its own processes, and its own working folder, HOME and TMPDIR")
+	} else {
+		parts = append(parts, "this kernel gives no namespaces to this user, so probes see the machine's processes and its IPC, and those under the same conditions share their working folder, HOME and TMPDIR")
+	}
+	return strings.Join(parts, "; ") + "; it runs as your user, with no cgroup limits (memory by an address-space limit only) and the machine's hostname and CPUs"
 }
 
 // ProbeGuard is the guard this kernel and binary give.
@@ -98,22 +109,26 @@ func ProbeGuard() Guard {
 }
 
 // confineExec confines this thread and execs the probe's command:
-// Landlock lets it write only beneath the given folders (and to
+// the job's own folders are bound over its condition's (in the mount
+// namespace the runtime started this process in), every capability is
+// dropped, Landlock lets it write only beneath the given folders (and to
 // /dev/null), and seccomp refuses what Landlock cannot see.
 func confineExec(args []string) error {
-	i := slices.Index(args, "--")
-	if i < 0 || i+1 >= len(args) {
-		return errors.New("usage: host-confine DIR... -- COMMAND...")
+	sh, err := parseShim(args)
+	if err != nil {
+		return err
 	}
-	writable, argv := args[:i], args[i+1:]
 	// A folder reached through a link would grant what the link points
 	// to, which a probe may have planted.
-	for _, d := range writable {
+	for _, d := range append(slices.Clone(sh.writable), sh.sources()...) {
 		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
 			return fmt.Errorf("the writable folder %s is not a folder of its own (a link, or missing): refusing to run", d)
 		}
 	}
-	path, err := exec.LookPath(argv[0])
+	if err := sh.mount(); err != nil {
+		return err
+	}
+	path, err := exec.LookPath(sh.argv[0])
 	if err != nil {
 		return err
 	}
@@ -130,18 +145,21 @@ func confineExec(args []string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	// Reads and execs anywhere; writes, removals, links and truncation
-	// only in the scan's folders; no TCP binds or connects (no rules for
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	// Reads and execs only what readRules names; writes, removals, links
+	// and truncation only in the scan's folders; no TCP binds or connects (no rules for
 	// them), no signals or abstract sockets beyond the probe's own
 	// processes. Best effort: each right where the kernel has it (a rule
 	// asking for one it lacks would drop Landlock whole), and the scan
 	// says which.
-	rw := landlock.RWDirs(writable...)
+	rw := landlock.RWDirs(sh.writable...)
 	if g.Landlock >= 2 {
 		rw = rw.WithRefer()
 	}
-	rules := []landlock.Rule{landlock.RODirs("/"), landlock.RWFiles("/dev/null")}
-	if len(writable) > 0 {
+	rules := append(readRules(sh.reads), landlock.RWFiles("/dev/null"))
+	if len(sh.writable) > 0 {
 		rules = append(rules, rw)
 	}
 	fd, flags, err := landlock.V11.BestEffort().NewRulesetFD(rules...)
@@ -166,15 +184,197 @@ func confineExec(args []string) error {
 	if err := unix.CloseRange(6, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
-	return syscall.Exec(path, argv, os.Environ())
+	return syscall.Exec(path, sh.argv, os.Environ())
+}
+
+// shim is the confining shim's command line:
+//
+//	host-confine [-ns MNTNS [-pid FLOOR] [-bind SRC DST]...] [-dir DIR] [-ro PATH]... WRITABLE... -- COMMAND...
+//
+// -ns says the shim was started in namespaces of its own (mount, PID,
+// IPC; MNTNS is the engine's mount namespace, which it must not be in):
+// there it mounts a /proc of its own PID namespace, starts its pids at
+// FLOOR (for the pid shim that runs the probe) and binds each job's
+// own folder SRC over the condition's folder DST (which jobs under the
+// same conditions share by path). -dir is the working directory, entered
+// once the binds are in place; -ro are what the probe may read besides
+// the system's own files and its writable folders.
+type shim struct {
+	binds    [][2]string
+	hostNS   string
+	pidFloor int
+	dir      string
+	reads    []string
+	writable []string
+	argv     []string
+}
+
+func parseShim(args []string) (*shim, error) {
+	sh := &shim{}
+	usage := errors.New("usage: host-confine [-ns MNTNS [-bind SRC DST]...] [-dir DIR] [-ro PATH]... DIR... -- COMMAND...")
+	for len(args) > 0 {
+		switch {
+		case args[0] == "-bind" && len(args) >= 3:
+			sh.binds = append(sh.binds, [2]string{args[1], args[2]})
+			args = args[3:]
+			continue
+		case args[0] == "-ns" && len(args) >= 2:
+			sh.hostNS = args[1]
+		case args[0] == "-pid" && len(args) >= 2:
+			sh.pidFloor, _ = strconv.Atoi(args[1])
+		case args[0] == "-dir" && len(args) >= 2:
+			sh.dir = args[1]
+		case args[0] == "-ro" && len(args) >= 2:
+			sh.reads = append(sh.reads, args[1])
+		default:
+			i := slices.Index(args, "--")
+			if i < 0 || i+1 >= len(args) || len(sh.binds) > 0 && sh.hostNS == "" {
+				return nil, usage
+			}
+			sh.writable, sh.argv = args[:i], args[i+1:]
+			return sh, nil
+		}
+		args = args[2:]
+	}
+	return nil, usage
+}
+
+func (sh *shim) sources() []string {
+	var out []string
+	for _, b := range sh.binds {
+		out = append(out, b[0])
+	}
+	return out
+}
+
+// mount, in the namespaces of its own the runtime started the shim in,
+// makes every mount private (nothing of it reaches the host's), mounts a
+// /proc that shows only the probe's own processes, and binds the job's
+// own folders over its conditions'. Then it enters the working directory.
+func (sh *shim) mount() error {
+	if sh.hostNS != "" {
+		// The engine's namespace is named on the command line: from a
+		// user namespace of its own the shim may not read the parent's.
+		own, err := os.Readlink("/proc/self/ns/mnt")
+		if err != nil || own == sh.hostNS || os.Getpid() != 1 {
+			return errors.New("the shim is not in mount and PID namespaces of its own")
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("making the mounts private: %w", err)
+		}
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mounting a /proc of the probe's own: %w", err)
+		}
+		if sh.pidFloor > 1 {
+			// The pid shim's first fork lands on the floor rather than
+			// forking its way up to it (which it still does if this fails).
+			_ = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(sh.pidFloor-1)), 0)
+		}
+		for _, b := range sh.binds {
+			if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("binding %s over %s: %w", b[0], b[1], err)
+			}
+		}
+	}
+	if sh.dir != "" {
+		return os.Chdir(sh.dir)
+	}
+	return nil
+}
+
+// readRules are what a probe may read: the system's programs and
+// libraries, what every user may read of /etc, its own processes in
+// /proc, the CPUs the interpreter counts, a few devices, and the folders
+// the engine names (the interpreter's, the worker's, the scanned trees).
+// A home directory, another user's files, a secret root may read: none.
+func readRules(extra []string) []landlock.Rule {
+	dirs := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys/devices/system/cpu"}
+	files := []string{"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"}
+	etcDirs, etcFiles := worldReadable("/etc")
+	dirs, files = append(dirs, etcDirs...), append(files, etcFiles...)
+	for _, p := range extra {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+		} else if err == nil {
+			files = append(files, p)
+		}
+	}
+	return []landlock.Rule{landlock.RODirs(dirs...).IgnoreIfMissing(), landlock.ROFiles(files...).IgnoreIfMissing()}
+}
+
+// worldReadable lists what of dir every user may read, in as few paths as
+// cover it: a folder whole where all beneath it is readable by others,
+// else what of it is. Links are left out: what they point at is granted,
+// or not, where it lies.
+func worldReadable(dir string) (dirs, files []string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	whole := true
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil || fi.Mode()&fs.ModeSymlink != 0:
+		case fi.IsDir() && fi.Mode().Perm()&0o005 == 0o005:
+			d, f := worldReadable(p)
+			if len(d) == 1 && d[0] == p {
+				dirs = append(dirs, p)
+				continue
+			}
+			whole = false
+			dirs, files = append(dirs, d...), append(files, f...)
+		case !fi.IsDir() && fi.Mode().Perm()&0o004 != 0:
+			files = append(files, p)
+			continue
+		default:
+			whole = false
+		}
+	}
+	if whole {
+		return []string{dir}, nil
+	}
+	return dirs, files
+}
+
+// dropCapabilities empties this thread's capability sets, its bounding
+// set and its ambient set, so the program it execs has none, even as
+// root: no device nodes (CAP_MKNOD), no files of others
+// (CAP_DAC_OVERRIDE), no other processes' priorities (CAP_SYS_NICE).
+func dropCapabilities() error {
+	last := unix.CAP_LAST_CAP
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		// EPERM: no CAP_SETPCAP, so nothing in the set could be used by an
+		// exec of an unprivileged user anyway (no_new_privs keeps file
+		// capabilities out).
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL && err != unix.EPERM {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
 }
 
 // refused are the calls the probe's seccomp filter refuses (EPERM) beyond
 // Docker's default profile for a process without capabilities: the file
 // metadata changes Landlock does not govern (modes, owners, times,
-// extended attributes), wherever the file is, and new sockets of any
-// family, so nothing is reached through the network or a socket file
-// (a container runtime's, a desktop bus). Pipes and socketpair stay.
+// extended attributes), wherever the file is; new sockets of any family,
+// so nothing is reached through the network or a socket file (a container
+// runtime's, a desktop bus; pipes and socketpair stay); another process's
+// memory, descriptors or pages, which a process of the same user may
+// otherwise reach; and System V and POSIX IPC, whose objects are the
+// machine's, not the probe's (a segment of another process's, a queue
+// left behind).
 var refused = []string{
 	"chmod", "fchmod", "fchmodat", "fchmodat2",
 	"chown", "fchown", "lchown", "fchownat",
@@ -182,6 +382,34 @@ var refused = []string{
 	"setxattr", "lsetxattr", "fsetxattr", "setxattrat",
 	"removexattr", "lremovexattr", "fremovexattr", "removexattrat",
 	"socket", "socketcall", "ptrace",
+	"process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise",
+	"move_pages", "migrate_pages",
+	"shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+	"semget", "semop", "semtimedop", "semctl", "ipc",
+	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+}
+
+// ownOnly are the calls that change a process's scheduling, limits or
+// priorities: allowed only on the caller itself (its pid given as 0, or
+// its process group for the calls that take one; the probe runs in a
+// session and group of its own), refused on any other process of the
+// machine. Each is a list of argument conditions, one list an allowed
+// form: setpriority(which, who, prio) with which PRIO_PROCESS or
+// PRIO_PGRP and who 0; ioprio_set(which, who, prio) with which
+// IOPRIO_WHO_PROCESS or IOPRIO_WHO_PGRP and who 0; prlimit64 on pid 0,
+// or only reading (no new limit).
+var ownOnly = map[string][][]specs.LinuxSeccompArg{
+	"setpriority":        {{arg(0, 0), arg(1, 0)}, {arg(0, 1), arg(1, 0)}},
+	"ioprio_set":         {{arg(0, 1), arg(1, 0)}, {arg(0, 2), arg(1, 0)}},
+	"sched_setaffinity":  {{arg(0, 0)}},
+	"sched_setscheduler": {{arg(0, 0)}},
+	"sched_setparam":     {{arg(0, 0)}},
+	"sched_setattr":      {{arg(0, 0)}},
+	"prlimit64":          {{arg(0, 0)}, {arg(2, 0)}},
+}
+
+func arg(index uint, value uint64) specs.LinuxSeccompArg {
+	return specs.LinuxSeccompArg{Index: index, Value: value, Op: specs.OpEqualTo}
 }
 
 // refusedBelowABI3 are refused as well where Landlock cannot refuse
@@ -205,9 +433,17 @@ func probeSeccomp(g Guard) (*configs.Seccomp, error) {
 			kept = append(kept, s)
 			continue
 		}
-		s.Names = slices.DeleteFunc(slices.Clone(s.Names), func(n string) bool { return slices.Contains(deny, n) })
+		s.Names = slices.DeleteFunc(slices.Clone(s.Names), func(n string) bool {
+			_, own := ownOnly[n]
+			return own || slices.Contains(deny, n)
+		})
 		if len(s.Names) > 0 {
 			kept = append(kept, s)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(ownOnly)) {
+		for _, args := range ownOnly[name] {
+			kept = append(kept, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: args})
 		}
 	}
 	sc.Syscalls = kept

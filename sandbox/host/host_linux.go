@@ -7,9 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
@@ -18,6 +22,9 @@ import (
 type Runtime struct {
 	opts Options
 	self string // this binary, the probes' confining shim
+
+	nsOnce sync.Once
+	ns     *namespaces
 }
 
 // Options configure the runtime.
@@ -46,16 +53,18 @@ func (*Runtime) Isolated() bool { return false }
 func (r *Runtime) Capabilities() sandbox.Capabilities {
 	c := sandbox.Capabilities{PeakMemory: true}
 	if !r.opts.Unconfined {
-		c.Guard = ProbeGuard().Describe()
+		g := ProbeGuard()
+		g.Namespaces = r.namespaces() != nil
+		c.Guard = g.Describe()
 	}
 	return c
 }
 
-func (*Runtime) Applies() []sandbox.Support {
+func (r *Runtime) Applies() []sandbox.Support {
 	no := func(c sandbox.Condition, why string) sandbox.Support {
 		return sandbox.Support{Condition: c, Reason: why}
 	}
-	return []sandbox.Support{
+	s := []sandbox.Support{
 		no(sandbox.Hostname, "the host runtime has no UTS namespace"),
 		no(sandbox.User, "the host runtime has no user namespace"),
 		{Condition: sandbox.Umask, Applied: true}, // by the worker, from its plan
@@ -63,8 +72,13 @@ func (*Runtime) Applies() []sandbox.Support {
 		{Condition: sandbox.Home, Applied: true},
 		no(sandbox.CPUs, "the host runtime does not pin CPUs"),
 		no(sandbox.Clock, "the host runtime does not shift the clock"),
-		no(sandbox.Pid, "the host runtime has no PID namespace"),
 	}
+	if r.opts.Unconfined || r.namespaces() == nil {
+		s = append(s, no(sandbox.Pid, "the host runtime has no PID namespace here"))
+	} else {
+		s = append(s, sandbox.Support{Condition: sandbox.Pid, Applied: true})
+	}
+	return s
 }
 
 // Begin returns the scan's session, which knows where $SCRATCH is.
@@ -86,7 +100,9 @@ func (*session) End(context.Context) error { return nil }
 
 // place turns a condition's path ($SCRATCH/home/probe1) into a directory
 // under the scan's scratch directory, made if missing. Runs under the same
-// conditions share it, so the path itself is a condition like any other.
+// conditions share its path, so the path itself is a condition like any
+// other; where the kernel lets the shim bind folders (privateMounts), each
+// job gets its own under that path.
 func (r *session) place(path, fallback string) (string, error) {
 	root := r.scratch
 	rest, ok := strings.CutPrefix(path, sandbox.ScratchVar)
@@ -123,6 +139,11 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	env = append(env, "HOME="+home)
 
 	argv := job.Argv
+	ns := r.rt.namespaces()
+	// A session of its own: no controlling terminal to write to or to
+	// push input into, and its group is the session's.
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	dir := cwd
 	if !r.rt.opts.Unconfined {
 		// The shim lets the probe write only in its own folders.
 		for _, d := range append([]string{job.Scratch}, job.Writable...) {
@@ -131,17 +152,42 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 			}
 		}
 		writable := append([]string{home, cwd, job.Scratch}, job.Writable...)
-		argv = append(append(append([]string{r.rt.self, confineArg}, writable...), "--"), argv...)
+		shim := []string{r.rt.self, confineArg}
+		for _, b := range job.Binds {
+			shim = append(shim, "-ro", b.Source)
+		}
+		if ns != nil {
+			// Jobs under the same conditions share the folders' paths, not
+			// what is in them: each job's own are bound over them in a
+			// mount namespace of its own, and go when it ends.
+			shim = append(shim, "-ns", ns.engineNS)
+			own := filepath.Join(job.Scratch, "own")
+			defer os.RemoveAll(own)
+			for i, shared := range append([]string{home, cwd}, job.Private...) {
+				mine := filepath.Join(own, strconv.Itoa(i))
+				if err := os.MkdirAll(mine, 0o700); err != nil {
+					return nil, fmt.Errorf("host runtime: %w", err)
+				}
+				shim = append(shim, "-bind", mine, shared)
+			}
+			shim = append(shim, "-dir", cwd)
+			// The interpreter is not the namespace's pid 1 (which ignores
+			// the signals it does not handle), and its pid is the run's.
+			floor := max(job.Cond.PidFloor, 2)
+			shim = append(shim, "-pid", strconv.Itoa(floor))
+			argv = sandbox.PidShim(floor, argv)
+			attr.Cloneflags, attr.UidMappings, attr.GidMappings, attr.AmbientCaps = ns.attr.Cloneflags, ns.attr.UidMappings, ns.attr.GidMappings, ns.attr.AmbientCaps
+			dir = job.Scratch
+		}
+		argv = append(append(append(shim, writable...), "--"), argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.Dir = cwd
+	cmd.Dir = dir
 	cmd.Stdout = job.Stdout
 	cmd.Stderr = job.Stderr
 	cmd.ExtraFiles = job.Files()
-	// A session of its own: no controlling terminal to write to or to
-	// push input into, and its group is the session's.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	cmd.WaitDelay = time.Second
 
 	// The umask is the worker's to set (the engine puts it in the plan):
@@ -170,8 +216,8 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			exit.Signal = sandbox.SignalName(int(ws.Signal()))
-		} else {
-			exit.Code = ee.ExitCode()
+		} else if exit.Code = ee.ExitCode(); ns != nil && !r.rt.opts.Unconfined {
+			exit.Code, exit.Signal = sandbox.DecodeShimStatus(exit.Code)
 		}
 	case errors.Is(err, exec.ErrWaitDelay):
 	default:
@@ -183,4 +229,54 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		}
 	}
 	return exit, nil
+}
+
+// namespaces are how a probe gets mount, PID and IPC namespaces of its
+// own, where the shim mounts a /proc of its own processes and binds the
+// job's own folders over its conditions': as root, new namespaces;
+// otherwise also a user namespace that maps only the user's own ids,
+// where the kernel allows one. Nil where the shim cannot set them up
+// (tried once), and the probes then share the machine's (the guard says
+// so).
+func (r *Runtime) namespaces() *namespaces {
+	r.nsOnce.Do(func() {
+		if initCalled && r.self != "" {
+			r.ns = newNamespaces(r.self)
+		}
+	})
+	return r.ns
+}
+
+func newNamespaces(self string) *namespaces {
+	engineNS, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return nil
+	}
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC}
+	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		// The shim, not root there, keeps across its exec only what is
+		// ambient: the right to mount, in its own namespaces, until it
+		// drops every capability.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	}
+	truth, err := exec.LookPath("true")
+	if err != nil {
+		return nil
+	}
+	cmd := exec.Command(self, confineArg, "-ns", engineNS, "--", truth)
+	cmd.SysProcAttr = attr
+	if cmd.Run() != nil {
+		return nil
+	}
+	return &namespaces{attr: attr, engineNS: engineNS}
+}
+
+// namespaces are the clone flags and id maps of Runtime.namespaces, and
+// the engine's own mount namespace, which the shim must not be in.
+type namespaces struct {
+	attr     *syscall.SysProcAttr
+	engineNS string
 }

@@ -57,7 +57,7 @@ func TestSameRelativePathUnderTwoTargets(t *testing.T) {
 	}
 	ta, _ := ParseTarget(filepath.Join(dir, "a"))
 	tb, _ := ParseTarget(filepath.Join(dir, "b"))
-	files, _, err := findSources([]Target{ta, tb}, Filter{})
+	files, _, _, err := findSources([]Target{ta, tb}, Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,8 +152,14 @@ func markInterrupted(probes []*probe, res *results, counts runCounts, lateStop b
 type Sources struct {
 	targets  []Target
 	files    []sourceFile
-	excluded []string // left out by include and exclude
+	excluded []string // left out by include and exclude, or git's ignores
+	warnings []string // what kept the walk from doing as asked
 }
+
+// Warnings are what kept the walk from leaving out what it was asked to
+// (an ignore file that is a FIFO, a repository git refuses), for the
+// user to read.
+func (s *Sources) Warnings() []string { return s.warnings }
 
 // Len is the number of Python files found.
 func (s *Sources) Len() int { return len(s.files) }
@@ -203,7 +209,7 @@ func Resolve(targets []Target, filter Filter) (*Sources, error) {
 	if err := filter.check(); err != nil {
 		return nil, err
 	}
-	files, excluded, err := findSources(targets, filter)
+	files, excluded, warnings, err := findSources(targets, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +219,7 @@ func Resolve(targets []Target, filter Filter) (*Sources, error) {
 		}
 		return nil, ErrNoSources
 	}
-	return &Sources{targets: targets, files: files, excluded: excluded}, nil
+	return &Sources{targets: targets, files: files, excluded: excluded, warnings: warnings}, nil
 }
 
 // openTargets finds the targets' sources and opens a scan over them.

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"time"
@@ -145,7 +147,7 @@ func (f Filter) forcedOut(path string, gitDirs map[string]map[string]bool) bool 
 	dir := filepath.Dir(path)
 	ignored, ok := gitDirs[dir]
 	if !ok {
-		ignored = gitIgnored(context.Background(), dir)
+		ignored, _ = gitIgnored(context.Background(), dir)
 		gitDirs[dir] = ignored
 	}
 	return ignored[path]
@@ -228,18 +230,78 @@ func skipDir(path, name string) bool {
 // (--directory), which a new project's folders all are.
 // The tree may be hostile: git runs with its file-system monitor off (a
 // repository's config could name a program for it), and reads no file's
-// content.
-func gitIgnored(ctx context.Context, dir string) map[string]bool {
+// content. An ignore file that is not a regular file (a FIFO would hold
+// git until its timeout, a device would feed it without end) means git
+// is not asked: nothing is left out for it, and the warning says why.
+func gitIgnored(ctx context.Context, dir string) (map[string]bool, string) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return nil
+		return nil, ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "-C", dir,
-		"ls-files", "-z", "--others", "--ignored", "--exclude-standard")
-	out, err := cmd.Output()
+	git := func(args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, "git", append([]string{"-c", "core.fsmonitor=false", "-C", dir}, args...)...).Output()
+	}
+	// Finding the repository reads its .git and config: neither may be a
+	// FIFO either.
+	for d := dir; ; d = filepath.Dir(d) {
+		dot := filepath.Join(d, ".git")
+		if _, err := os.Stat(dot); err == nil {
+			for _, f := range []string{dot, filepath.Join(dot, "config"), filepath.Join(dot, "HEAD")} {
+				if st, err := os.Stat(f); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+					return nil, fmt.Sprintf("%s is not a regular file (%s): what git ignores under %s is not left out", f, st.Mode().Type(), dir)
+				}
+			}
+			break
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	out, err := git("rev-parse", "--show-toplevel", "--git-path", "info/exclude")
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && bytes.Contains(ee.Stderr, []byte("dubious ownership")) {
+		return nil, fmt.Sprintf("git refuses the repository of %s, which another user owns (\"dubious ownership\"): what it ignores is not left out; mark it safe (git config --global --add safe.directory DIR) to have it read", dir)
+	}
 	if err != nil {
+		return nil, "" // not in a work tree
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return nil, ""
+	}
+	top, files := lines[0], []string{filepath.Join(dir, lines[1])}
+	if filepath.IsAbs(lines[1]) {
+		files[0] = lines[1]
+	}
+	if x, err := git("config", "--path", "--get", "core.excludesFile"); err == nil {
+		files = append(files, strings.TrimSpace(string(x)))
+	}
+	for d := dir; within(d, top); d = filepath.Dir(d) {
+		files = append(files, filepath.Join(d, ".gitignore"))
+		if d == top || d == filepath.Dir(d) {
+			break
+		}
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == ".git" {
+			return fs.SkipDir
+		}
+		if err == nil && !d.IsDir() && d.Name() == ".gitignore" && path != filepath.Join(dir, ".gitignore") {
+			files = append(files, path)
+		}
 		return nil
+	})
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && !st.Mode().IsRegular() {
+			return nil, fmt.Sprintf("%s is not a regular file (%s): what git ignores under %s is not left out", f, st.Mode().Type(), dir)
+		}
+	}
+	out, err = git("ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Sprintf("git took over 30 s to list what it ignores under %s: nothing is left out for it", dir)
+		}
+		return nil, ""
 	}
 	ignored := map[string]bool{}
 	for _, rel := range strings.Split(string(out), "\x00") {
@@ -248,7 +310,7 @@ func gitIgnored(ctx context.Context, dir string) map[string]bool {
 		}
 		ignored[filepath.Join(dir, filepath.FromSlash(rel))] = true
 	}
-	return ignored
+	return ignored, ""
 }
 
 // findSources walks the targets. Symlinked directories (and so symlink
@@ -259,9 +321,7 @@ func gitIgnored(ctx context.Context, dir string) map[string]bool {
 // files the filter leaves out are returned too (relative to their target,
 // slash-separated): a config that came with the tree may have set the
 // filter, so the report lists what it hid.
-func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error) {
-	var out []sourceFile
-	var excluded []string
+func findSources(targets []Target, filter Filter) (out []sourceFile, excluded, warnings []string, err error) {
 	seen := map[string]bool{}
 	add := func(t Target, path string) {
 		if seen[path+"::"+t.Func] {
@@ -282,7 +342,7 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 	for _, t := range targets {
 		st, err := os.Stat(t.Path)
 		if err != nil {
-			return nil, nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
+			return nil, nil, nil, &usageError{fmt.Sprintf("%s: %v", t.Arg, err)}
 		}
 		if !st.IsDir() {
 			if filter.Force && !t.Installed && filter.forcedOut(t.Path, gitDirs) {
@@ -294,7 +354,10 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 		}
 		var ignored map[string]bool
 		if !t.Installed {
-			ignored = gitIgnored(context.Background(), t.Path)
+			var warning string
+			if ignored, warning = gitIgnored(context.Background(), t.Path); warning != "" {
+				warnings = append(warnings, warning)
+			}
 		}
 		err = filepath.WalkDir(t.Path, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -313,10 +376,10 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 				}
 				return nil
 			}
-			if !strings.HasSuffix(name, ".py") || ignored[path] {
+			if !strings.HasSuffix(name, ".py") {
 				return nil
 			}
-			if !filter.keeps(path) {
+			if ignored[path] || !filter.keeps(path) {
 				if rel, err := filepath.Rel(t.Base, path); err == nil {
 					excluded = append(excluded, filepath.ToSlash(rel))
 				}
@@ -334,13 +397,13 @@ func findSources(targets []Target, filter Filter) ([]sourceFile, []string, error
 			return nil
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("walk %s: %w", t.Arg, err)
+			return nil, nil, nil, fmt.Errorf("walk %s: %w", t.Arg, err)
 		}
 	}
 	disambiguate(out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	sort.Strings(excluded)
-	return out, slices.Compact(excluded), nil
+	return out, slices.Compact(excluded), warnings, nil
 }
 
 // moduleName finds the import root of a file: the nearest ancestor that is

@@ -50,7 +50,7 @@ func TestWalkLeavesOutWhatAProjectDoes(t *testing.T) {
 	git("config", "core.fsmonitor", "touch "+pwned+"; false")
 
 	rels := func(targets ...Target) []string {
-		found, _, err := findSources(targets, Filter{})
+		found, _, _, err := findSources(targets, Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}

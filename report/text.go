@@ -234,7 +234,7 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		if n > len(shown) {
 			more = fmt.Sprintf(", and %d more (the JSON report lists them)", n-len(shown))
 		}
-		p.f("excluded by include/exclude: %d files: %s%s\n", n, strings.Join(shown, ", "), more)
+		p.f("excluded by include/exclude or .gitignore: %d files: %s%s\n", n, strings.Join(shown, ", "), more)
 	}
 	if n := len(r.UnusedSuppressions); n > 0 {
 		shown := r.UnusedSuppressions[:min(n, 5)]

@@ -181,6 +181,9 @@ func (opts *runOptions) sources(ctx context.Context, args []string, stderr io.Wr
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range src.Warnings() {
+		fmt.Fprintln(stderr, "nondet-sandbox: warning: "+w)
+	}
 	if part != nil {
 		src = src.Part(part.Index, part.Of)
 	}

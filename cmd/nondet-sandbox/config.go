@@ -166,22 +166,66 @@ func findConfig(dir string, notes io.Writer) (string, error) {
 
 // unsafeConfig says why a config file found on its own (not named with
 // --config) may not be read: one another user owns, or that others may
-// write, could be anybody's (as git's safe.directory reasons); "" when
-// it may be read.
+// write or replace, could be anybody's (as git's safe.directory and
+// OpenSSH's checks of authorized_keys reason); "" when it may be read.
+// The file itself is checked, not only what a link leads to (a link of
+// another user's to a file of root's holds their choice), and so is every
+// folder on the way to it and to what it links to: each owned by the user
+// or root, and not writable by others (unless sticky, as /tmp, where no
+// one may replace what is not theirs).
 func unsafeConfig(path string) string {
-	st, err := os.Stat(path)
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return ""
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
-		return fmt.Sprintf("it belongs to uid %d, not to you or root (pass --config %s to use it anyway)", sys.Uid, path)
+	lst, err := os.Lstat(abs)
+	if err != nil {
+		return ""
 	}
-	if st.Mode().Perm()&0o002 != 0 {
+	if why := foreignOwner(lst); why != "" {
+		return fmt.Sprintf("%s (pass --config %s to use it anyway)", why, path)
+	}
+	real := abs
+	if lst.Mode()&os.ModeSymlink != 0 {
+		if real, err = filepath.EvalSymlinks(abs); err != nil {
+			return ""
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			return ""
+		}
+		if why := foreignOwner(st); why != "" {
+			return fmt.Sprintf("it links to %s: %s (pass --config %s to use it anyway)", real, why, path)
+		}
+		lst = st
+	}
+	if lst.Mode().Perm()&0o002 != 0 {
 		return fmt.Sprintf("anyone may write it (chmod o-w %s, or pass --config %s)", path, path)
 	}
-	if dir, err := os.Stat(filepath.Dir(path)); err == nil && dir.Mode().Perm()&0o002 != 0 && dir.Mode()&os.ModeSticky == 0 {
-		return fmt.Sprintf("anyone may replace it: its folder is writable by all (pass --config %s to use it anyway)", path)
+	for _, p := range []string{abs, real} {
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			st, err := os.Lstat(dir)
+			if err != nil {
+				break
+			}
+			if why := foreignOwner(st); why != "" {
+				return fmt.Sprintf("another user may replace it: on its way is %s, and %s (pass --config %s to use it anyway)", dir, why, path)
+			}
+			if st.IsDir() && st.Mode().Perm()&0o002 != 0 && st.Mode()&os.ModeSticky == 0 {
+				return fmt.Sprintf("anyone may replace it: its folder %s is writable by all (pass --config %s to use it anyway)", dir, path)
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+	}
+	return ""
+}
+
+// foreignOwner says who owns fi when that is neither the user nor root.
+func foreignOwner(fi os.FileInfo) string {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+		return fmt.Sprintf("it belongs to uid %d, not to you or root", sys.Uid)
 	}
 	return ""
 }

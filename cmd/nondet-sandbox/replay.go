@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -181,7 +182,9 @@ const maxReport = 1 << 30
 
 // readReport reads a JSON report that flag names.
 func readReport(path, flag string) (*report.Report, error) {
-	f, err := os.Open(path)
+	// Opened without waiting: a FIFO (or a device) is refused, not waited
+	// on for a writer that never comes.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", flag, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -232,6 +233,74 @@ func TestConfigOfAnotherUserIsNotRead(t *testing.T) {
 	o, _, err = configured(t, "--config", conf, filepath.Join(dir, "proj"))
 	if err != nil || o.runs != 7 {
 		t.Errorf("--config: %v runs %d", err, o.runs)
+	}
+}
+
+// TestUserConfigThroughALink: the user's config is read only when the
+// file itself, what it links to and every folder on the way to either are
+// the user's or root's: a link another user put in a folder of theirs,
+// leading to a file of root's with their text, is not read.
+func TestUserConfigThroughALink(t *testing.T) {
+	testenv.NeedRoot(t)
+	xdg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	rootsFile := filepath.Join(t.TempDir(), "theirs.toml")
+	if err := os.WriteFile(rootsFile, []byte("runs = 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(xdg, "nondet-sandbox")
+	conf := filepath.Join(folder, "config.toml")
+	project := t.TempDir()
+	writeTree(t, project, map[string]string{"m.py": ""})
+	for _, c := range []struct {
+		name        string
+		folderOwner int
+		linkOwner   int
+		want        int
+		said        string
+	}{
+		{"the user's link to root's file", 0, 0, 9, ""},
+		{"another user's link", 0, 12345, 3, "it belongs to uid 12345"},
+		{"a link in another user's folder", 12345, 0, 3, "on its way is " + folder + ", and it belongs to uid 12345"},
+	} {
+		os.RemoveAll(folder)
+		if err := os.Mkdir(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rootsFile, conf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(conf, c.linkOwner, c.linkOwner); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(folder, c.folderOwner, c.folderOwner); err != nil {
+			t.Fatal(err)
+		}
+		o, notes, err := configured(t, project)
+		if err != nil || o.runs != c.want || c.said != "" && !strings.Contains(notes, "not reading "+conf+": ") || !strings.Contains(notes, c.said) {
+			t.Errorf("%s: %v runs %d, want %d\n%s", c.name, err, o.runs, c.want, notes)
+		}
+	}
+	// The file the link leads to in a folder of another user's.
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(theirs, "c.toml"), []byte("runs = 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(conf)
+	if err := os.Chown(folder, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(theirs, "c.toml"), conf); err != nil {
+		t.Fatal(err)
+	}
+	if o, notes, err := configured(t, project); err != nil || o.runs != 3 || !strings.Contains(notes, "on its way is "+theirs) {
+		t.Errorf("a link to a file in another user's folder: %v runs %d\n%s", err, o.runs, notes)
 	}
 }
 
@@ -485,13 +554,25 @@ func TestHostileReportsAreRefused(t *testing.T) {
 	if err := os.WriteFile(deep, []byte(`{"tool":{"name":"x"},"functions":`+strings.Repeat("[", 200000)+strings.Repeat("]", 200000)+"}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{huge: "larger than", deep: "is not a nondet-sandbox JSON report", dir: "not a regular file", "/dev/zero": "not a regular file"} {
-		for _, args := range [][]string{{"merge", name}, {"replay", "--report", name, "a.py::f"}, {"run", "--baseline", name, "../../fixtures/known.py"}} {
+	// A FIFO no one writes: refused at once, not waited on.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{huge: "larger than", deep: "is not a nondet-sandbox JSON report", dir: "not a regular file", "/dev/zero": "not a regular file", fifo: "not a regular file"} {
+		for _, args := range [][]string{{"merge", name}, {"render", name}, {"replay", "--report", name, "a.py::f"}, {"run", "--baseline", name, "../../fixtures/known.py"}} {
 			root := newRootCommand()
 			root.SetArgs(args)
 			root.SetOut(&bytes.Buffer{})
 			root.SetErr(&bytes.Buffer{})
-			err := root.ExecuteContext(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(context.Background()) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("%v: still reading after a minute", args)
+			}
 			if err == nil || !strings.Contains(err.Error(), want) || exitCode(context.Background(), err) != 2 {
 				t.Errorf("%v: want a refusal saying %q, got %v", args, want, err)
 			}

@@ -74,6 +74,10 @@ type Capabilities struct {
 	// baked image holds them): binds added later (the code folder that
 	// discovery fills) would not reach the probes, so none are added.
 	FixedBinds bool
+	// OwnProcesses, for a runtime that is not isolated: its probes see
+	// and reach only their own processes (a PID namespace each), as a
+	// container's do.
+	OwnProcesses bool
 	// Guard, for a runtime that is not isolated: what keeps its probes
 	// from the machine besides the static gate, in words for its warning
 	// ("" for nothing).

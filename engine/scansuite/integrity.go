@@ -14,8 +14,9 @@ import (
 )
 
 // inContainerOnly are the techniques that act on every process the probe
-// may signal: on the host runtime that is the host's, so they run only
-// where a container holds them.
+// may signal: on a host runtime whose probes see the host's processes
+// they would act on the host's, so they run only where a container (or
+// a PID namespace of the probe's own) holds them.
 var inContainerOnly = map[string]bool{"signal_worker": true, "lingering": true}
 
 // Integrity scans each technique of fixtures/integrity (dir) beside the
@@ -36,7 +37,7 @@ func Integrity(t *testing.T, rt sandbox.Runtime, python, dir string, only ...str
 		if len(only) > 0 && !slices.Contains(only, name) {
 			continue
 		}
-		if !rt.Isolated() && inContainerOnly[name] {
+		if !rt.Isolated() && inContainerOnly[name] && !rt.Capabilities().OwnProcesses {
 			t.Logf("%s: acts on every process it may signal; run in containers only", name)
 			continue
 		}

@@ -55,7 +55,7 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 	if !r.opts.Unconfined {
 		g := ProbeGuard()
 		g.Namespaces = r.namespaces() != nil
-		c.Guard = g.Describe()
+		c.Guard, c.OwnProcesses = g.Describe(), g.Namespaces
 	}
 	return c
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
@@ -71,6 +73,7 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 			f := p.fn
 			outs := res.calls[p.Index][f.Witness.Rung]
 			causes, note := nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
+			causes, note = clockCause(f.Smells, causes, note)
 			if note != "" {
 				f.CauseNote = note
 				f.Reason += "; " + note
@@ -213,6 +216,33 @@ func nameCauses(runs []sandbox.RunConditions, outs []outcome, failed string) (ca
 		return []string{"unattributed"}, "no single varied condition moved it alone; the other run's conditions together did"
 	}
 	return []string{"unattributed"}, "no varied condition moved it when the findings were run again, alone or together: it moves only now and then"
+}
+
+// clockCause names the clock where attribution could name no single
+// condition (process: the base conditions disagreed with themselves;
+// unattributed: it moved now and then) and the function's body reads a
+// clock and no other source a process moves by itself: a clock moves
+// between any two runs, pinned or not, so whether attribution caught it
+// moving is chance, and the cause must not be.
+func clockCause(smells []gate.Smell, causes []string, note string) ([]string, string) {
+	if len(causes) != 1 || causes[0] != "process" && causes[0] != "unattributed" {
+		return causes, note
+	}
+	var clock *gate.Smell
+	for i, sm := range smells {
+		switch sm.Kind {
+		case "clock":
+			if clock == nil {
+				clock = &smells[i]
+			}
+		case "rng", "urandom", "uuid", "secrets", "id":
+			return causes, note
+		}
+	}
+	if clock == nil {
+		return causes, note
+	}
+	return []string{string(sandbox.Clock)}, fmt.Sprintf("it reads the clock (%s, line %d), which moves between any two runs", clock.Call, clock.Line)
 }
 
 func canonical(o outcome) bool { return o.kind == answered || o.kind == raisedK }

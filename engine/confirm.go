@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -20,8 +21,9 @@ const confirmRounds = 2
 // up to the witness rung, under each of the witness's two runs'
 // conditions. A function moved by its own earlier calls (a counter, a
 // cache) reproduces this way; one moved by what other functions left
-// behind does not, and is then not nondeterministic: bisect names the
-// function that moved it. When its repeat breaker fires in a lone run
+// behind does not, and is then not nondeterministic if bisect names the
+// function whose calls, replayed before it, give its witness answer
+// again; otherwise the finding stands. When its repeat breaker fires in a lone run
 // (alone, one input, two answers), that is confirmation too: an RNG whose
 // two lone runs agree by chance.
 func (s *scan) confirm(ctx context.Context, pending []*probe, main *results, ladder ladders) {
@@ -168,12 +170,12 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		}
 		sh := shardOf[p.Index]
 		if b.run < 0 || sh == nil {
-			s.movedBy(b, "")
+			s.stands(b, "no run of the witness answered otherwise than it does alone")
 			continue
 		}
 		seen := sh.under(s.runs[b.run])
 		if seen == nil {
-			s.movedBy(b, "")
+			s.stands(b, "the calls before it in run %d are not known")
 			continue
 		}
 		calls, _ := seen.callPlan(s.runs[b.run], ladder)
@@ -206,7 +208,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		}
 		switch {
 		case !slices.Contains(b.order, [2]int{p.Index, w.Rung}), len(b.before) == 0:
-			s.movedBy(b, "")
+			s.stands(b, "nothing ran before it in run %d since its interpreter started")
 			continue
 		case len(b.same) > 0:
 			b.cand, b.k = b.same, len(b.same)
@@ -260,13 +262,16 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			r := res[slot[i]]
 			r.importAnswers(target[i])
 			o := r.calls[target[i].Index][b.p.fn.Witness.Rung][0]
-			moves := canonical(o) && o.value != b.alone
+			// Moved means moved to what it answered in the witness run: a
+			// function the process moves (a clock of one second) answers
+			// anew in every step, and no replay makes it answer that again.
+			moves := canonical(o) && o.value == b.moved
 			done, culprit := b.step(moves)
 			switch {
 			case !done:
 				next = append(next, b)
 			case culprit < 0:
-				s.movedBy(b, "")
+				s.stands(b, "replaying the calls before it in run %d did not give its answer there again")
 			default:
 				s.movedBy(b, byIndex[culprit].ID)
 				byIndex[culprit].fn.AddMoves(b.p.ID)
@@ -339,23 +344,28 @@ func (b *bisection) segment(sh *shard, funcs []int, byIndex map[int]*probe) *pro
 }
 
 // movedBy turns a finding that did not reproduce alone into what it is:
-// a function moved by state another function left behind.
+// a function moved by state another function left behind, which replaying
+// that function's calls before it moved to its witness answer again.
 func (s *scan) movedBy(b *bisection, culprit string) {
 	f := b.p.fn
 	w := f.Witness
 	m := &report.MovedBy{Culprit: culprit, Run: b.run, Rung: w.Rung, Alone: b.alone, Moved: b.moved}
-	if b.run < 0 {
-		m.Run, m.Moved = w.Answers[1].Run, w.Answers[1].Value
-	}
 	f.MovedBy = m
 	f.Witness = nil
 	f.Causes, f.CauseNote = []string{}, ""
 	f.Verdict = VerdictDeterministic
-	switch {
-	case culprit != "":
-		f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after %s had run: state that function left moved it (not nondeterminism)", m.Run, culprit)
-	default:
-		m.Detail = "the calls before it did not move it again when replayed"
-		f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after other functions had run in the same interpreter, and bisecting those calls did not name one (not nondeterminism)", m.Run)
+	f.Reason = fmt.Sprintf("called alone it gave one answer under both runs' conditions; in run %d it answered otherwise after %s had run, and does again when that function's calls are replayed before it: state that function left moved it (not nondeterminism)", m.Run, culprit)
+}
+
+// stands keeps a finding that did not reproduce alone but that no other
+// function's calls explain: two fresh interpreters gave two answers to
+// one input, which is a fact whatever a lone run then showed (a clock of
+// one second agrees with itself within a second). why says what the
+// search found, with the witness run for a %d.
+func (s *scan) stands(b *bisection, why string) {
+	f := b.p.fn
+	if strings.Contains(why, "%d") {
+		why = fmt.Sprintf(why, b.run)
 	}
+	f.Reason += "; called alone it gave one answer, but " + why + ": the finding stands on the main runs"
 }

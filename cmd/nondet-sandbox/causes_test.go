@@ -27,7 +27,7 @@ func TestEachCauseIsNamed(t *testing.T) {
 	if len(labels) != 18 {
 		t.Fatalf("want 18 labelled causes, got %d", len(labels))
 	}
-	containerOnly := map[string]bool{"hostname": true, "user": true, "cpus": true, "clock": true, "pid": true}
+	containerOnly := map[string]bool{"hostname": true, "user": true, "cpus": true}
 	for _, rt := range []string{"host", "embedded", "docker"} {
 		t.Run(rt, func(t *testing.T) {
 			if rt != "host" {
@@ -77,7 +77,7 @@ func TestEachCauseIsNamed(t *testing.T) {
 				}
 			}
 			if rt == "host" {
-				for _, c := range []sandbox.Condition{sandbox.Hostname, sandbox.User, sandbox.CPUs, sandbox.Clock, sandbox.Pid} {
+				for _, c := range []sandbox.Condition{sandbox.Hostname, sandbox.User, sandbox.CPUs} {
 					if !slices.ContainsFunc(rep.Skipped, func(s sandbox.Support) bool { return s.Condition == c }) {
 						t.Errorf("the host runtime does not say it skipped %s", c)
 					}

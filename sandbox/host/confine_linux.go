@@ -142,6 +142,13 @@ func confineExec(args []string) error {
 	// Every restriction below holds for this thread, which then execs:
 	// the new program has only the restricted thread's credentials.
 	runtime.LockOSThread() // never unlocked
+	if sh.pidFloor > pidSlack {
+		// The pid shim forks only a few times up to the floor rather than
+		// all the way (and still does if this fails): a few below it, and
+		// as late as it may (before the capabilities go), since a thread
+		// the Go runtime starts meanwhile takes a pid too.
+		_ = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(sh.pidFloor-pidSlack)), 0)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -265,11 +272,7 @@ func (sh *shim) mount() error {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mounting a /proc of the probe's own: %w", err)
 		}
-		if sh.pidFloor > 1 {
-			// The pid shim's first fork lands on the floor rather than
-			// forking its way up to it (which it still does if this fails).
-			_ = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(sh.pidFloor-1)), 0)
-		}
+
 		for _, b := range sh.binds {
 			if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
 				return fmt.Errorf("binding %s over %s: %w", b[0], b[1], err)
@@ -364,6 +367,9 @@ func dropCapabilities() error {
 	var data [2]unix.CapUserData
 	return unix.Capset(&hdr, &data[0])
 }
+
+// pidSlack is how far below the floor the shim starts a probe's pids.
+const pidSlack = 8
 
 // refused are the calls the probe's seccomp filter refuses (EPERM) beyond
 // Docker's default profile for a process without capabilities: the file

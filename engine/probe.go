@@ -121,7 +121,10 @@ func (x *executor) tasks(shards []*shard, runs []sandbox.RunConditions, res *res
 
 // runPool runs tasks, up to Jobs at once.
 func (x *executor) runPool(ctx context.Context, tasks []task) {
-	x.tasksPlanned.Add(int64(len(tasks)))
+	planned := x.tasksPlanned.Add(int64(len(tasks)))
+	if x.opts.Progress != nil {
+		x.opts.Progress(Progress{Phase: x.phaseName(), Done: int(x.tasksDone.Load()), Planned: int(planned)})
+	}
 	var g errgroup.Group
 	g.SetLimit(x.opts.Jobs)
 	for _, t := range tasks {

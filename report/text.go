@@ -113,7 +113,11 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 			p.f("         %s\n", d)
 		}
 		if f.CauseNote != "" {
-			p.f("         unattributed: %s\n", f.CauseNote)
+			label := "unattributed"
+			if len(f.Causes) > 0 {
+				label = f.Causes[0]
+			}
+			p.f("         %s: %s\n", label, f.CauseNote)
 		}
 		p.smells(f)
 		p.contained(f)

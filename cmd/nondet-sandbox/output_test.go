@@ -225,3 +225,28 @@ func names(dir string) []string {
 	}
 	return out
 }
+
+// TestTerminalProgressMoves: each phase's bar counts its own
+// interpreters from zero as they finish, under its own name; a phase that
+// starts before it has planned any does not leave a finished bar that
+// stays still.
+func TestTerminalProgressMoves(t *testing.T) {
+	var out bytes.Buffer
+	progress, finish := terminalProgress(&out)
+	progress(engine.Progress{Phase: "discovering"})
+	progress(engine.Progress{Phase: "probing"})
+	progress(engine.Progress{Phase: "probing", Planned: 6})
+	progress(engine.Progress{Phase: "probing", Done: 3, Planned: 6})
+	mark := out.Len()
+	progress(engine.Progress{Phase: "attributing"})
+	progress(engine.Progress{Phase: "attributing", Planned: 18})
+	progress(engine.Progress{Phase: "attributing", Done: 5, Planned: 18})
+	finish()
+	probing, attributing := out.String()[:mark], out.String()[mark:]
+	if !strings.Contains(probing, "probing") || !strings.Contains(probing, "(3/6") {
+		t.Errorf("probing's bar did not move to 3 of 6:\n%q", probing)
+	}
+	if strings.Contains(probing, "attributing") || !strings.Contains(attributing, "(5/18") {
+		t.Errorf("attributing's bar:\n%q", attributing)
+	}
+}

@@ -313,22 +313,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	switch {
 	case opts.quiet:
 	case isTerminal(stderr) && os.Getenv("TERM") != "dumb":
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("discovering"),
-			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
-		var mu sync.Mutex
-		phase := ""
-		eo.Progress = func(p engine.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			if p.Phase != phase {
-				phase = p.Phase
-				bar.Reset()
-				bar.Describe(p.Phase)
-			}
-			bar.ChangeMax(p.Planned)
-			_ = bar.Set(p.Done)
-		}
-		defer bar.Finish()
+		var finish func()
+		eo.Progress, finish = terminalProgress(stderr)
+		defer finish()
 	default:
 		// A CI log: a plain line at most every progressEvery.
 		eo.Progress = plainProgress(stderr, time.Now, progressEvery)
@@ -812,4 +799,29 @@ func runtimeVariant(rt sandbox.Runtime, o sandboxOptions) string {
 		return ""
 	}
 	return reg.Variant(o.settings())
+}
+
+// terminalProgress is a progress bar on a terminal: one per phase, its
+// count and timer from zero, of the interpreters the phase has planned so
+// far (a spinner until it has planned any: a bar of zero is a finished
+// one, which then stays still).
+func terminalProgress(w io.Writer) (func(engine.Progress), func()) {
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("discovering"),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetItsString("interpreters"))
+	var mu sync.Mutex
+	phase, planned := "", -1
+	return func(p engine.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Phase != phase {
+			phase, planned = p.Phase, -1
+			bar.Reset()
+			bar.Describe(p.Phase)
+		}
+		if p.Planned > 0 && p.Planned != planned {
+			planned = p.Planned
+			bar.ChangeMax(p.Planned)
+		}
+		_ = bar.Set(p.Done)
+	}, func() { _ = bar.Finish() }
 }

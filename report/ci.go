@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -39,10 +40,12 @@ func findingText(f *Function) string {
 // written here, whose properties cannot hold "::" and whose message
 // cannot end the line; and the summary line starts with the tool's name
 // escaped as a property, which holds no ":" at all.
-func WriteGitHub(w io.Writer, r *Report) error {
+func WriteGitHub(w io.Writer, r *Report, opts TextOptions) error {
 	where := r.locator()
 	var b strings.Builder
-	for _, f := range r.Functions {
+	fs := slices.Clone(r.Functions)
+	byPlace(fs)
+	for _, f := range fs {
 		var kind, title, text string
 		switch {
 		case f.IsSuppressed():
@@ -51,7 +54,7 @@ func WriteGitHub(w io.Writer, r *Report) error {
 			kind, title, text = "notice", "nondeterministic (in the baseline)", findingText(f)
 		case f.Verdict == VerdictNondeterministic:
 			kind, title, text = "warning", "nondeterministic", findingText(f)
-		case f.Verdict == VerdictLook:
+		case f.Verdict == VerdictLook && opts.Looks:
 			kind, title, text = "notice", "look", f.ID+": "+f.Reason
 		default:
 			continue

@@ -86,7 +86,7 @@ func TestRenderersGolden(t *testing.T) {
 		{"report.concise.txt", func(b *bytes.Buffer, r *Report) error { return WriteConcise(b, r, TextOptions{}) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
 		{"report.sarif", func(b *bytes.Buffer, r *Report) error { return WriteSARIF(b, r) }},
-		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r) }},
+		{"report.github", func(b *bytes.Buffer, r *Report) error { return WriteGitHub(b, r, TextOptions{Looks: true}) }},
 		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return WriteJUnit(b, r) }},
 		{"report.html", func(b *bytes.Buffer, r *Report) error { return WriteHTML(b, r) }},
 	} {
@@ -137,7 +137,7 @@ func TestSuppressionsAndBaseline(t *testing.T) {
 	for _, f := range r.Failing() {
 		failing = append(failing, f.ID)
 	}
-	if want := "pkg/a.py::both pkg/a.py::resolve"; strings.Join(failing, " ") != want {
+	if want := "pkg/a.py::resolve pkg/a.py::both"; strings.Join(failing, " ") != want { // by line
 		t.Errorf("failing %v, want %s", failing, want)
 	}
 	if r.Census.Nondeterministic != 4 || r.Census.Suppressed != 1 || r.Census.InBaseline != 1 || len(r.Findings()) != 3 {
@@ -147,5 +147,37 @@ func TestSuppressionsAndBaseline(t *testing.T) {
 	r.ApplyBaseline(&Report{Functions: []*Function{{ID: "pkg/a.py::resolve", Verdict: VerdictNondeterministic, Causes: []string{"locale"}}}})
 	if f := r.Function("pkg/a.py::resolve"); f.InBaseline {
 		t.Error("a finding with a cause the baseline did not name counts as known")
+	}
+}
+
+// TestLinterShapedOutput: GitHub annotations are findings only unless
+// looks are asked for, and a concise report with no finding says so in
+// one line, as linters do.
+func TestLinterShapedOutput(t *testing.T) {
+	r := synthetic()
+	for _, looks := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := WriteGitHub(&b, r, TextOptions{Looks: looks}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "title=look::"); got != looks {
+			t.Errorf("looks asked %v: a look annotated %v:\n%s", looks, got, b.String())
+		}
+	}
+	clean := synthetic()
+	var kept []*Function
+	for _, f := range clean.Functions {
+		if f.Verdict != VerdictNondeterministic {
+			kept = append(kept, f)
+		}
+	}
+	clean.Functions = kept
+	clean.Finish()
+	var b bytes.Buffer
+	if err := WriteConcise(&b, clean, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "no findings: 3 deterministic, 1 look") || strings.Count(b.String(), "\n") != 1 {
+		t.Errorf("concise with no finding: %q", b.String())
 	}
 }

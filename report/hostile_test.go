@@ -147,7 +147,7 @@ func annotated(r *Report) int {
 func checkGitHub(t *testing.T, r *Report) {
 	t.Helper()
 	var b strings.Builder
-	if err := WriteGitHub(&b, r); err != nil {
+	if err := WriteGitHub(&b, r, TextOptions{Looks: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

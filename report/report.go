@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -391,7 +392,23 @@ func (r *Report) Findings() []*Function {
 			out = append(out, f)
 		}
 	}
+	byPlace(out)
 	return out
+}
+
+// byPlace sorts functions as linters list what they find: by file, then
+// line, then id.
+func byPlace(fs []*Function) {
+	slices.SortStableFunc(fs, func(a, b *Function) int {
+		fa, fb := a.ID, b.ID
+		if i := strings.LastIndex(fa, "::"); i >= 0 {
+			fa = fa[:i]
+		}
+		if i := strings.LastIndex(fb, "::"); i >= 0 {
+			fb = fb[:i]
+		}
+		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(a.Line, b.Line), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // Failing are the findings that fail a scan: neither ignored in the

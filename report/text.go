@@ -37,6 +37,9 @@ type TextOptions struct {
 	// are counted, and only those with a fact beside the verdict (moved by
 	// another function, or moving one) are listed.
 	Deterministic bool
+	// Looks annotates each look too (GitHub's format, where they would be
+	// a notice each); the text report lists them anyway.
+	Looks bool
 	// Path turns a file's path as the report has it (from the repository
 	// root) into one that resolves from the reader's working directory, as
 	// linters print theirs; nil leaves it.
@@ -543,7 +546,12 @@ func WriteConcise(w io.Writer, r *Report, opts TextOptions) error {
 	var out strings.Builder
 	p := &printer{w: &out}
 	where := opts.where(r)
-	for _, f := range r.Findings() {
+	findings := r.Findings()
+	if len(findings) == 0 {
+		c := r.Census
+		p.f("no findings: %d deterministic, %d look, %d not probed\n", c.Deterministic, c.Look, c.NotProbed)
+	}
+	for _, f := range findings {
 		causes := strings.Join(f.Causes, ",")
 		if causes == "" {
 			causes = "nondeterministic"

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -313,7 +315,11 @@ func applyConfig(fs *pflag.FlagSet, src configSource, cmdline map[string]bool, n
 	for _, name := range keys {
 		key, ok := lookupKey(name)
 		if !ok {
-			return nil, usageErrorf("%s: [tool.nondet-sandbox] has no key %q; the keys are: %s", path, name, keyNames(func(configKey) bool { return true }))
+			all := keyNames(func(configKey) bool { return true })
+			if near := nearest(name, strings.Split(all, ", ")); near != "" {
+				return nil, usageErrorf("%s: [tool.nondet-sandbox] has no key %q; did you mean %q? The keys are: %s", path, name, near, all)
+			}
+			return nil, usageErrorf("%s: [tool.nondet-sandbox] has no key %q; the keys are: %s", path, name, all)
 		}
 		flag := fs.Lookup(name)
 		if flag == nil || cmdline[name] {
@@ -338,7 +344,7 @@ func applyConfig(fs *pflag.FlagSet, src configSource, cmdline map[string]bool, n
 				v = filepath.Join(dir, v)
 			}
 			if err := fs.Set(name, v); err != nil {
-				return nil, usageErrorf("%s: %s = %q: %v", path, name, v, err)
+				return nil, usageErrorf("%s: %s = %q: %s", path, name, v, valueError(flag, err))
 			}
 		}
 		if src.project && key.trust == tightens && key.strictness(fs) > before {
@@ -454,4 +460,58 @@ func (o *runOptions) configure(fs *pflag.FlagSet, args []string, notes io.Writer
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// valueError says what a flag wanted instead of a value it could not
+// parse, in words rather than as the parser's error.
+func valueError(f *pflag.Flag, err error) string {
+	if f.Value.Type() == "duration" {
+		return "not a duration (5s, 2m, 1h30m)"
+	}
+	var num *strconv.NumError
+	if !errors.As(err, &num) {
+		return err.Error()
+	}
+	switch t := f.Value.Type(); {
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "not a whole number"
+	case strings.HasPrefix(t, "float"):
+		return "not a number"
+	case t == "bool":
+		return "not true or false"
+	}
+	return "not a " + f.Value.Type()
+}
+
+// nearest is the one of names closest to name in edits, when it is close
+// enough to be a misspelling of it (at most a third of it), else "".
+func nearest(name string, names []string) string {
+	best, bestD := "", len(name)/3+1
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

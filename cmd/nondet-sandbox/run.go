@@ -64,7 +64,7 @@ var formats = []string{"text", "concise", "json", "sarif", "github", "junit", "h
 
 // showable are --show's values: what the text report lists beside the
 // findings when asked.
-var showable = []string{"deterministic"}
+var showable = []string{"deterministic", "look"}
 
 // checkShow says what is wrong with --show's values.
 func checkShow(show []string) error {
@@ -81,7 +81,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.sandboxOptions.AddFlags(fs)
 	o.callOptions.AddFlags(fs)
 	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise (one line per finding), json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
-	fs.StringSliceVar(&o.show, "show", nil, "with --format text, also list: deterministic (every deterministic function; they are counted anyway)")
+	fs.StringSliceVar(&o.show, "show", nil, "also list: deterministic (with --format text: every deterministic function; they are counted anyway), look (with --format github: a notice for each look)")
 	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter, as `ID:PARAM` (FILE.py::function:parameter; repeatable)")
@@ -603,7 +603,7 @@ func openOutput(path string, stdout io.Writer) (*output, error) {
 
 // report writes rep in format and, for a file, puts it in place.
 func (o *output) report(format string, rep *report.Report) error {
-	text := report.TextOptions{Color: colorful(o.w), Deterministic: slices.Contains(o.show, "deterministic"), Path: fromHere()}
+	text := report.TextOptions{Color: colorful(o.w), Deterministic: slices.Contains(o.show, "deterministic"), Looks: slices.Contains(o.show, "look"), Path: fromHere()}
 	if err := writeReport(o.w, format, rep, text); err != nil {
 		return err
 	}
@@ -644,7 +644,7 @@ func writeReport(w io.Writer, format string, rep *report.Report, text report.Tex
 	case "sarif":
 		return report.WriteSARIF(w, rep)
 	case "github":
-		return report.WriteGitHub(w, rep)
+		return report.WriteGitHub(w, rep, text)
 	case "junit":
 		return report.WriteJUnit(w, rep)
 	case "html":

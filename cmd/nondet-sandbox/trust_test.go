@@ -656,3 +656,23 @@ func TestReplayNeverRunsAsRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigErrorsSayWhatToDo: a misspelt key names the key it is close
+// to, and a value of the wrong kind says what was wanted, not the
+// parser's error.
+func TestConfigErrorsSayWhatToDo(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for text, want := range map[string]string{
+		"run = 3\n":            `has no key "run"; did you mean "runs"?`,
+		"runs = \"x\"\n":       `runs = "x": not a whole number`,
+		"call-timeout = 7\n":   `call-timeout = "7": not a duration (5s, 2m, 1h30m)`,
+		"smell-runs = \"a\"\n": `smell-runs = "a": not a whole number`,
+	} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"pyproject.toml": "[tool.nondet-sandbox]\n" + text, "m.py": ""})
+		_, _, err := configured(t, dir)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("%q: %v, want it to say %q", text, err, want)
+		}
+	}
+}

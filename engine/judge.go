@@ -219,6 +219,8 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 			what = "the sandbox stopped most calls: " + most.Sandbox
 		case most.Where == "call":
 			what = "the ladder's inputs never fit its signature"
+		case most.Where == "wrapper":
+			what = "a wrapper around it (a decorator) stopped every call before its body"
 		case stopTypes(f.Stopped) == "TypeError":
 			what = "the ladder reached this function's type errors and never its behaviour"
 		default:
@@ -297,8 +299,12 @@ func whereRaised(o outcome) report.Stop {
 		s.Where, s.Sandbox = "sandbox", o.sandbox
 	case o.reach == reachYes:
 		s.Where = "body"
-	case o.reach == reachNo:
+	case o.reach == reachNo && s.Type == "TypeError":
 		s.Where = "call"
+	case o.reach == reachNo:
+		// Not a binding error, yet the body never ran: a wrapper around
+		// it raised (unittest.skip's SkipTest, a decorator's check).
+		s.Where = "wrapper"
 	}
 	return s
 }
@@ -310,6 +316,8 @@ func whereWords(s report.Stop) string {
 		return "binding the arguments"
 	case "body":
 		return "in the body"
+	case "wrapper":
+		return "by a wrapper, before the body"
 	case "constructor":
 		return "in the receiver's constructor"
 	case "sandbox":

@@ -79,6 +79,10 @@ func TestLookNamesWhatStoppedIt(t *testing.T) {
 		{[][]outcome{{at(e("TypeError"), reachNo, "")}, {at(e("TypeError"), reachNo, "")}, {at(e("ValueError"), reachYes, "")}},
 			"every rung raised TypeError, ValueError — the ladder's inputs never fit its signature (TypeError on 2 binding the arguments, ValueError on 1 in the body;"},
 		{[][]outcome{{at(e("TypeError"), reachYes, "")}}, "every rung raised TypeError — the ladder reached this function's type errors and never its behaviour (TypeError on 1 in the body;"},
+		// Not a binding error, and the body never ran: unittest.skip's
+		// wrapper, not the signature.
+		{[][]outcome{{at(e("SkipTest"), reachNo, "")}, {at(e("SkipTest"), reachNo, "")}},
+			"every rung raised SkipTest — a wrapper around it (a decorator) stopped every call before its body (SkipTest on 2 by a wrapper, before the body;"},
 	} {
 		f := &report.Function{}
 		judge(f, c.rungs, nil, nil)

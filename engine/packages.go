@@ -142,15 +142,21 @@ def find_tops(site_dir, folder, entry, name):
             text = read(folder, "installed-files.txt", BIG) or ""
             paths = [posixpath.join(entry, p.strip()) for p in text.splitlines() if p.strip()]
     cands = set()
+    outside = []
     for p in paths:
         p = posixpath.normpath(p)
         if not p.endswith(".py"):
             continue
         parts = p.split("/")
         if p.startswith("/") or parts[0] == "..":
-            why.setdefault(p, "a Python file outside site-packages")
+            outside.append(p)
         elif parts[0] != "__pycache__" and not parts[0].lower().endswith((".dist-info", ".egg-info", ".data")):
             cands.add(parts[0])
+    if outside:
+        # One line for a distribution's scripts, however many.
+        outside.sort()
+        why.setdefault(outside[0], "a Python file outside site-packages" if len(outside) == 1 else
+                       "%d Python files outside site-packages (this one and %d more)" % (len(outside), len(outside) - 1))
     for top in sorted(cands):
         state, reason = check(site_dir, top)
         if state == "ok":

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,6 +111,15 @@ var hostile = []struct {
 		write(t, filepath.Join(site, "recdots-1.0.dist-info", "METADATA"), meta("recdots"))
 		write(t, filepath.Join(site, "recdots-1.0.dist-info", "RECORD"), "../x.py,,\n")
 	}, says("../x.py", "outside site-packages")},
+	// A distribution's twelve scripts outside site-packages: one line.
+	{"recmany", func(t *testing.T, root, site string) {
+		write(t, filepath.Join(site, "recmany-1.0.dist-info", "METADATA"), meta("recmany"))
+		var record strings.Builder
+		for i := range 12 {
+			fmt.Fprintf(&record, "../../../bin/tool%02d.py,,\n", i)
+		}
+		write(t, filepath.Join(site, "recmany-1.0.dist-info", "RECORD"), record.String())
+	}, says("../../../bin/tool00.py: 12 Python files outside site-packages (this one and 11 more)")},
 	// A package that is a link to a folder outside.
 	{"linked", func(t *testing.T, root, site string) {
 		write(t, filepath.Join(root, "outside", "__init__.py"), "")

@@ -271,6 +271,7 @@ type RungCounts struct {
 type Stop struct {
 	Type string `json:"type"`
 	// Where is "call" (binding the arguments: the body never ran),
+	// "wrapper" (a wrapper around it raised before the body ran),
 	// "body", "constructor" (a method's receiver never built), "sandbox"
 	// (what the sandbox refuses: Sandbox names it) or "" (a callable
 	// with no code object to tell by).

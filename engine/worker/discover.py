@@ -194,8 +194,10 @@ def _read_source(path):
 
 
 def _one_line(e):
-    if isinstance(e, SyntaxError):
+    if isinstance(e, SyntaxError) and e.lineno:
         return "%s (line %s)" % (e.msg, e.lineno)
+    if isinstance(e, SyntaxError):
+        return e.msg
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 

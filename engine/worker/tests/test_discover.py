@@ -8,6 +8,15 @@ import unittest
 from .. import discover, ladder
 
 
+class OneLine(unittest.TestCase):
+    def test_a_syntax_error_with_no_line_names_none(self):
+        try:
+            compile(b"x = 1\x00\n", "m.py", "exec")
+        except (SyntaxError, ValueError) as e:
+            self.assertNotIn("None", discover._one_line(e))
+        self.assertEqual(discover._one_line(SyntaxError("bad", ("m.py", 3, 1, "x"))), "bad (line 3)")
+
+
 class Discovery(unittest.TestCase):
     def describe(self, src):
         import tempfile

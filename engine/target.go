@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -239,8 +241,15 @@ func gitIgnored(ctx context.Context, dir string) (map[string]bool, string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	pre := []string{"-c", "core.fsmonitor=false"}
+	if sudoOwns(dir) {
+		// Root through sudo, over the sudo user's checkout (a CI job):
+		// git would refuse it as another user's, and its ignores go
+		// unread. It is the user's, as the config's ownership check has it.
+		pre = append(pre, "-c", "safe.directory=*")
+	}
 	git := func(args ...string) ([]byte, error) {
-		return exec.CommandContext(ctx, "git", append([]string{"-c", "core.fsmonitor=false", "-C", dir}, args...)...).Output()
+		return exec.CommandContext(ctx, "git", append(append(slices.Clone(pre), "-C", dir), args...)...).Output()
 	}
 	// Finding the repository reads its .git and config: neither may be a
 	// FIFO either.
@@ -311,6 +320,18 @@ func gitIgnored(ctx context.Context, dir string) (map[string]bool, string) {
 		ignored[filepath.Join(dir, filepath.FromSlash(rel))] = true
 	}
 	return ignored, ""
+}
+
+// sudoOwns says whether dir belongs to the user who ran this process
+// as root through sudo (SUDO_UID).
+func sudoOwns(dir string) bool {
+	st, err := os.Stat(dir)
+	sudo := os.Getenv("SUDO_UID")
+	if err != nil || os.Geteuid() != 0 || sudo == "" {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && strconv.FormatUint(uint64(sys.Uid), 10) == sudo
 }
 
 // findSources walks the targets. Symlinked directories (and so symlink

@@ -149,6 +149,11 @@ func findConfig(dir string, notes io.Writer) (string, error) {
 		path := filepath.Join(d, "pyproject.toml")
 		if _, err := os.Stat(path); err == nil {
 			if why := unsafeConfig(path); why != "" {
+				// In CI nobody reads the note: a project whose settings are
+				// refused is not scanned with others.
+				if has, _ := hasTable(path); has && os.Getenv("CI") != "" {
+					return "", usageErrorf("not reading %s: %s; in CI (CI is set) the scan does not go on without the project's settings: give the checkout to the user the scan runs as, or pass --config %s or --no-config", path, why, path)
+				}
 				fmt.Fprintf(notes, "nondet-sandbox: not reading %s: %s\n", path, why)
 			} else {
 				has, err := hasTable(path)
@@ -226,10 +231,25 @@ func unsafeConfig(path string) string {
 
 // foreignOwner says who owns fi when that is neither the user nor root.
 func foreignOwner(fi os.FileInfo) string {
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && !yours(int(sys.Uid)) {
 		return fmt.Sprintf("it belongs to uid %d, not to you or root", sys.Uid)
 	}
 	return ""
+}
+
+// yours says whether uid is the user's own: theirs, root's, or, for root
+// run through sudo, the user who ran sudo (SUDO_UID), as git judges a
+// repository's owner: a CI job runs the scan under sudo over the
+// checkout it owns.
+func yours(uid int) bool {
+	if uid == os.Geteuid() || uid == 0 {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		return false
+	}
+	sudo, err := strconv.Atoi(os.Getenv("SUDO_UID"))
+	return err == nil && sudo == uid
 }
 
 // maxConfig bounds a config file: one found in a scanned tree is

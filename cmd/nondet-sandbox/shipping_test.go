@@ -112,6 +112,15 @@ print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s
 	}
 	runCmd := newRunCommand()
 	checked := 0
+	for i, run := range doc.Runs {
+		if strings.Contains(run, "scripts/action-scan") {
+			script, err := os.ReadFile("../../scripts/action-scan")
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc.Runs[i] = run + "\n" + string(script)
+		}
+	}
 	for _, run := range doc.Runs {
 		// An input pasted into a script runs: a path holding $(...) would.
 		if strings.Contains(run, "${{") {
@@ -119,6 +128,9 @@ print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s
 		}
 		for _, line := range strings.Split(run, "\n") {
 			_, after, ok := strings.Cut(line, `/bin/nondet-sandbox" run `)
+			if !ok {
+				_, after, ok = strings.Cut(line, `"$bin" run `)
+			}
 			if !ok {
 				continue
 			}
@@ -134,5 +146,63 @@ print(json.dumps({"using": doc["runs"]["using"], "runs": [s.get("run", "") for s
 	}
 	if checked == 0 {
 		t.Fatal("found no nondet-sandbox run command line in action.yml")
+	}
+}
+
+// TestActionScansTheCheckoutAsItsOwner runs the action's scan step
+// (scripts/action-scan) as a CI job does: as root, through sudo (SUDO_UID),
+// over a checkout another user owns. The project's pyproject.toml and its
+// .gitignore are the project's own, and honoured; without SUDO_UID the
+// same config is another user's, and in CI that fails the scan instead of
+// scanning with other settings.
+func TestActionScansTheCheckoutAsItsOwner(t *testing.T) {
+	testenv.NeedRoot(t)
+	bin := buildBinary(t)
+	checkout := t.TempDir()
+	if err := os.Chmod(checkout, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unordered := "def tags(words):\n    return list({w + '!' for w in words})\n"
+	for name, text := range map[string]string{
+		"pyproject.toml": "[tool.nondet-sandbox]\nexclude = [\"excluded.py\"]\n",
+		".gitignore":     "ignored.py\n*.sarif\n",
+		"bad.py":         unordered, "ignored.py": unordered, "excluded.py": unordered,
+	} {
+		if err := os.WriteFile(filepath.Join(checkout, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", checkout).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("chown", "-R", "1001:1001", checkout).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	script, err := filepath.Abs("../../scripts/action-scan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := func(sudoUID string) (code, sarif, stderr string) {
+		output := filepath.Join(t.TempDir(), "output")
+		cmd := exec.Command(script)
+		cmd.Dir = checkout
+		cmd.Env = append(os.Environ(), "NDS_BIN="+filepath.Join(bin, "nondet-sandbox"), "NDS_PATHS=.",
+			"NDS_ARGS=--seed 3 --python "+testenv.Python(t), "NDS_SARIF=out.sarif", "GITHUB_OUTPUT="+output, "CI=true", "SUDO_UID="+sudoUID,
+			"XDG_CONFIG_HOME="+t.TempDir())
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		_ = cmd.Run()
+		out, _ := os.ReadFile(output)
+		data, _ := os.ReadFile(filepath.Join(checkout, "out.sarif"))
+		os.Remove(filepath.Join(checkout, "out.sarif"))
+		return strings.TrimSpace(string(out)), string(data), errOut.String()
+	}
+	code, sarif, stderr := scan("1001")
+	if code != "exit-code=1" || !strings.Contains(sarif, "bad.py") || strings.Contains(sarif, "ignored.py::") || strings.Contains(sarif, "excluded.py::") {
+		t.Errorf("through sudo: %s, want exit-code=1 and a finding in bad.py only\n%s\n%s", code, stderr, sarif)
+	}
+	code, _, stderr = scan("")
+	if code != "exit-code=2" || !strings.Contains(stderr, "it belongs to uid 1001") || !strings.Contains(stderr, "in CI") {
+		t.Errorf("as root, not through sudo: %s, want exit-code=2 and the refusal\n%s", code, stderr)
 	}
 }

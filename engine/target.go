@@ -322,6 +322,26 @@ func gitIgnored(ctx context.Context, dir string) (map[string]bool, string) {
 	return ignored, ""
 }
 
+// distributionTest says whether a file of an installed distribution (in
+// site, its site-packages) is one of its own tests rather than the library:
+// under a tests or test folder, or named test_*.py, *_test.py or
+// conftest.py. An audit leaves them out, and lists them as excluded:
+// their functions are a test runner's to call, with its fixtures.
+func distributionTest(site, path string) bool {
+	rel, err := filepath.Rel(site, path)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for _, dir := range parts[:len(parts)-1] {
+		if dir == "tests" || dir == "test" {
+			return true
+		}
+	}
+	name := parts[len(parts)-1]
+	return strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") || name == "conftest.py"
+}
+
 // sudoOwns says whether dir belongs to the user who ran this process
 // as root through sudo (SUDO_UID).
 func sudoOwns(dir string) bool {
@@ -400,7 +420,7 @@ func findSources(targets []Target, filter Filter) (out []sourceFile, excluded, w
 			if !strings.HasSuffix(name, ".py") {
 				return nil
 			}
-			if ignored[path] || !filter.keeps(path) {
+			if ignored[path] || !filter.keeps(path) || t.Installed && distributionTest(t.Base, path) {
 				if rel, err := filepath.Rel(t.Base, path); err == nil {
 					excluded = append(excluded, filepath.ToSlash(rel))
 				}

@@ -77,3 +77,40 @@ func TestWalkLeavesOutWhatAProjectDoes(t *testing.T) {
 		t.Errorf("an installed package's folder: read %v", got)
 	}
 }
+
+// TestAnAuditLeavesOutADistributionsTests: an installed distribution's own
+// tests (tests and test folders, test_*.py, *_test.py, conftest.py) are
+// not its library: an audit lists them as excluded and reads the rest. A
+// project's tests are read.
+func TestAnAuditLeavesOutADistributionsTests(t *testing.T) {
+	site := t.TempDir()
+	for _, f := range []string{"pkg/core.py", "pkg/testing.py", "pkg/tests/test_core.py", "pkg/tests/helpers.py",
+		"pkg/test/data.py", "pkg/test_more.py", "pkg/core_test.py", "pkg/conftest.py", "tests/__init__.py"} {
+		p := filepath.Join(site, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("def f():\n    return 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var read []string
+	found, excluded, _, err := findSources([]Target{{Arg: site, Base: site, Path: filepath.Join(site, "pkg"), Installed: true},
+		{Arg: site, Base: site, Path: filepath.Join(site, "tests"), Installed: true}}, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		read = append(read, f.Rel)
+	}
+	if want := []string{"pkg/core.py", "pkg/testing.py"}; !slices.Equal(read, want) {
+		t.Errorf("read %v, want %v", read, want)
+	}
+	if want := []string{"pkg/conftest.py", "pkg/core_test.py", "pkg/test/data.py", "pkg/test_more.py", "pkg/tests/helpers.py", "pkg/tests/test_core.py", "tests/__init__.py"}; !slices.Equal(excluded, want) {
+		t.Errorf("excluded %v, want %v", excluded, want)
+	}
+	found, _, _, _ = findSources([]Target{{Arg: site, Base: site, Path: site}}, Filter{})
+	if len(found) != 9 {
+		t.Errorf("a project's tests: read %d files, want all 9", len(found))
+	}
+}

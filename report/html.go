@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
@@ -31,6 +32,10 @@ type htmlFinding struct {
 type htmlSide struct {
 	Run   int
 	Value string
+	// Pre, Mid and Post are Value cut where the two answers part: Mid is
+	// what differs from the other side (marked), Pre and Post what both
+	// share, so two long answers show where they differ.
+	Pre, Mid, Post string
 	// Moving are the conditions the finding's causes name, shown; Others
 	// the rest, collapsed.
 	Moving, Others []htmlCondition
@@ -55,6 +60,7 @@ type htmlData struct {
 	Failing    int
 	Ignored    []*Function
 	Sensitive  []htmlSensitive // order-sensitive: beside the verdicts
+	Moved      []*Function     // moved only by what another function left
 	Looks      []htmlGroup
 	NotProbed  []htmlGroup
 	BadModules []Module
@@ -129,6 +135,13 @@ func WriteHTML(w io.Writer, r *Report) error {
 			other := runs[len(runs)-1-i]
 			hf.Sides[i].Moving, hf.Sides[i].Others = conditionRows(runs[i], other, f.Causes)
 		}
+		if len(hf.Sides) == 2 {
+			a, b := &hf.Sides[0], &hf.Sides[1]
+			pre, post := commonEnds(a.Value, b.Value)
+			for _, sd := range []*htmlSide{a, b} {
+				sd.Pre, sd.Mid, sd.Post = sd.Value[:pre], sd.Value[pre:len(sd.Value)-post], sd.Value[len(sd.Value)-post:]
+			}
+		}
 		d.Findings = append(d.Findings, hf)
 	}
 	for _, f := range r.Functions {
@@ -141,6 +154,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 				hs.First, hs.Second = w.Answers[0].Value, w.Answers[1].Value
 			}
 			d.Sensitive = append(d.Sensitive, hs)
+		}
+	}
+	for _, f := range r.Functions {
+		if f.MovedBy != nil {
+			d.Moved = append(d.Moved, f)
 		}
 	}
 	d.Looks = groupByReason(r.Functions, VerdictLook)
@@ -194,4 +212,23 @@ func groupByReason(fs []*Function, verdict string) []htmlGroup {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].IDs) > len(out[j].IDs) })
 	return out
+}
+
+// commonEnds is how many bytes a and b share at their start and at their
+// end (not overlapping, on character boundaries).
+func commonEnds(a, b string) (pre, post int) {
+	n := min(len(a), len(b))
+	for pre < n && a[pre] == b[pre] {
+		pre++
+	}
+	for pre > 0 && pre < len(a) && !utf8.RuneStart(a[pre]) {
+		pre--
+	}
+	for post < n-pre && a[len(a)-1-post] == b[len(b)-1-post] {
+		post++
+	}
+	for post > 0 && !utf8.RuneStart(a[len(a)-post]) {
+		post--
+	}
+	return pre, post
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestHTMLNumbersAgreeAndScale: the title, the heading and the census
@@ -67,5 +68,32 @@ func TestHTMLNumbersAgreeAndScale(t *testing.T) {
 	}
 	if got := len(regexp.MustCompile(`<article `).FindAllString(page, -1)); got != len(many.Findings()) {
 		t.Errorf("%d articles for %d findings", got, len(many.Findings()))
+	}
+}
+
+// TestHTMLShowsWhatElseTheReportSays: the page marks where two long
+// answers part, lists the functions moved only by another's state and
+// the ignore comments that suppressed nothing.
+func TestHTMLShowsWhatElseTheReportSays(t *testing.T) {
+	r := synthetic()
+	long := strings.Repeat("alpha,", 40)
+	f := r.Function("pkg/a.py::both")
+	f.Witness.Answers = []Answer{{Run: 0, Value: "V:[" + long + "one," + long + "]"}, {Run: 1, Value: "V:[" + long + "two," + long + "]"}}
+	r.UnusedSuppressions = []string{"pkg/a.py:40"}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"<mark>one</mark>", "<mark>two</mark>", "Moved only by another function: 1", "pkg/a.py::set_mode", "Unused ignore comments: 1", "pkg/a.py:40"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not hold %q", want)
+		}
+	}
+	for _, c := range [][2]string{{"", ""}, {"abc", "abc"}, {"é1", "é2"}, {"x1é", "x2é"}, {"ab", "abc"}} {
+		pre, post := commonEnds(c[0], c[1])
+		if pre+post > min(len(c[0]), len(c[1])) || !utf8.ValidString(c[0][:pre]) || !utf8.ValidString(c[0][len(c[0])-post:]) {
+			t.Errorf("commonEnds(%q, %q) = %d, %d", c[0], c[1], pre, post)
+		}
 	}
 }

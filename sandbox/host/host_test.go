@@ -159,12 +159,6 @@ attempt("read-passwd", lambda: read("/etc/passwd"))
 			t.Fatal(err)
 		}
 		defer sess.End(context.Background())
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var stderr bytes.Buffer
 		tmp := filepath.Join(scratch, "tmp")
 		if linkTmp { // as a probe could have left it for the next
 			if err := os.Symlink(outside, tmp); err != nil {
@@ -172,19 +166,14 @@ attempt("read-passwd", lambda: read("/etc/passwd"))
 			}
 		}
 		job := &sandbox.Job{ID: "guard", Argv: []string{py, "-I", "-c", code, kept, port, pid, strconv.Itoa(leaked), strconv.Itoa(shmid), strconv.Itoa(os.Getpid())},
-			Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, Dir: sandbox.ScratchVar + "/cwd", Records: w,
-			Stdout: io.Discard, Stderr: &stderr, Scratch: filepath.Join(scratch, "job"), Writable: []string{tmp},
+			Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, Dir: sandbox.ScratchVar + "/cwd",
+			Scratch: filepath.Join(scratch, "job"), Writable: []string{tmp},
 			Cond: sandbox.Conditions{Home: sandbox.ScratchVar + "/home", Umask: 0o022}}
-		exit, err := sess.Run(context.Background(), job)
-		if err != nil {
-			t.Fatal(err)
+		got, exit, stderr := runJob(t, sess, job)
+		if stderr != "" {
+			t.Logf("stderr: %s", stderr)
 		}
-		w.Close()
-		got, _ := io.ReadAll(r)
-		if stderr.Len() > 0 {
-			t.Logf("stderr: %s", stderr.String())
-		}
-		return string(got), exit
+		return got, exit
 	}
 
 	got, _ := run(host.New(), false)
@@ -275,30 +264,18 @@ for p in places:
     open(os.path.join(p, "left-by-" + sys.argv[1]), "w").close()
 `
 	run := func(name string) string {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var stderr bytes.Buffer
 		job := &sandbox.Job{ID: name, Argv: []string{py, "-I", "-c", code, name},
-			Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, Dir: sandbox.ScratchVar + "/cwd/probe1", Records: w,
-			Stdout: io.Discard, Stderr: &stderr, Scratch: filepath.Join(scratch, "jobs", name),
-			Writable: []string{tmp}, Private: []string{tmp},
+			Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, Dir: sandbox.ScratchVar + "/cwd/probe1",
+			Scratch: filepath.Join(scratch, "jobs", name), Writable: []string{tmp}, Private: []string{tmp},
 			Cond: sandbox.Conditions{Home: sandbox.ScratchVar + "/home/probe1", Umask: 0o022}}
-		exit, err := sess.Run(context.Background(), job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		got, _ := io.ReadAll(r)
-		if exit.Code != 0 || stderr.Len() > 0 {
-			t.Fatalf("%s: exit %+v: %s", name, exit, stderr.String())
+		got, exit, stderr := runJob(t, sess, job)
+		if exit.Code != 0 || stderr != "" {
+			t.Fatalf("%s: exit %+v: %s", name, exit, stderr)
 		}
 		if _, err := os.Stat(filepath.Join(job.Scratch, "own")); err == nil {
 			t.Errorf("%s: its own folders are still there after it", name)
 		}
-		return string(got)
+		return got
 	}
 	first, second := run("first"), run("second")
 	if first != second {
@@ -307,4 +284,24 @@ for p in places:
 	if !strings.Contains(first, "/cwd/probe1', [])") {
 		t.Errorf("the working directory is not the condition's path, or not empty: %s", first)
 	}
+}
+
+// runJob runs job in sess with its records on a pipe, and returns what
+// it wrote there, how it ended and its standard error.
+func runJob(t *testing.T, sess sandbox.Session, job *sandbox.Job) (string, *sandbox.Exit, string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var stderr bytes.Buffer
+	job.Records, job.Stdout, job.Stderr = w, io.Discard, &stderr
+	exit, err := sess.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	got, _ := io.ReadAll(r)
+	return string(got), exit, stderr.String()
 }

@@ -92,7 +92,7 @@ func unfixable(t *testing.T, r *report.Report) []byte {
 	var fs []*report.Function
 	for _, f := range r.Functions {
 		g := *f
-		if g.Witness != nil && (slices.Contains(g.Causes, "process") || slices.Contains(g.Causes, "pid")) {
+		if g.Witness != nil && (slices.Contains(g.Causes, "process") || slices.Contains(g.Causes, "clock") || slices.Contains(g.Causes, "pid")) {
 			w := *g.Witness
 			w.Answers = slices.Clone(w.Answers)
 			for i := range w.Answers {

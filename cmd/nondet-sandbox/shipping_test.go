@@ -72,7 +72,7 @@ func TestPreCommitHook(t *testing.T) {
 	// Ids are the repository's, as in a scan of the whole tree: a
 	// baseline made with `run .` applies to the hook.
 	out, err := hook("src/bad.py")
-	if err == nil || !strings.Contains(out, "nondeterministic  src/bad.py::tags") || !regexp.MustCompile(`nondet-sandbox\.+Failed`).MatchString(out) {
+	if err == nil || !strings.Contains(out, "src/bad.py:1: hash-seed: src/bad.py::tags") || !regexp.MustCompile(`nondet-sandbox\.+Failed`).MatchString(out) {
 		t.Errorf("a nondeterministic function did not fail the hook (%v):\n%s", err, out)
 	}
 	out, err = hook("good.py")

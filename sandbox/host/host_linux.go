@@ -101,7 +101,7 @@ func (*session) End(context.Context) error { return nil }
 // place turns a condition's path ($SCRATCH/home/probe1) into a directory
 // under the scan's scratch directory, made if missing. Runs under the same
 // conditions share its path, so the path itself is a condition like any
-// other; where the kernel lets the shim bind folders (privateMounts), each
+// other; where the kernel lets the shim bind folders (namespaces), each
 // job gets its own under that path.
 func (r *session) place(path, fallback string) (string, error) {
 	root := r.scratch
@@ -139,7 +139,10 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	env = append(env, "HOME="+home)
 
 	argv := job.Argv
-	ns := r.rt.namespaces()
+	var ns *namespaces // the confined probe's namespaces, where it has them
+	if !r.rt.opts.Unconfined {
+		ns = r.rt.namespaces()
+	}
 	// A session of its own: no controlling terminal to write to or to
 	// push input into, and its group is the session's.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
@@ -216,7 +219,7 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			exit.Signal = sandbox.SignalName(int(ws.Signal()))
-		} else if exit.Code = ee.ExitCode(); ns != nil && !r.rt.opts.Unconfined {
+		} else if exit.Code = ee.ExitCode(); ns != nil {
 			exit.Code, exit.Signal = sandbox.DecodeShimStatus(exit.Code)
 		}
 	case errors.Is(err, exec.ErrWaitDelay):

@@ -206,6 +206,7 @@ func TestUserConfigIsTrusted(t *testing.T) {
 // line that says why (as git's safe.directory).
 func TestConfigOfAnotherUserIsNotRead(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("CI", "") // outside CI a refused config is a line, not an error
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"pyproject.toml": "[tool.nondet-sandbox]\nruns = 7\n", "proj/m.py": ""})
 	conf := filepath.Join(dir, "pyproject.toml")
@@ -216,6 +217,12 @@ func TestConfigOfAnotherUserIsNotRead(t *testing.T) {
 	if err != nil || o.runs != 3 || !strings.Contains(notes, "not reading "+conf+": anyone may write it") {
 		t.Errorf("a world-writable config: %v runs %d\n%s", err, o.runs, notes)
 	}
+	// In CI nobody reads the line: the scan stops instead.
+	t.Setenv("CI", "true")
+	if _, _, err := configured(t, filepath.Join(dir, "proj")); err == nil || !strings.Contains(err.Error(), "in CI (CI is set)") {
+		t.Errorf("a world-writable config in CI: %v", err)
+	}
+	t.Setenv("CI", "")
 	if os.Geteuid() != 0 {
 		return // only root can give a file to another user
 	}
@@ -327,6 +334,7 @@ func hostileTree(t *testing.T, marks string) map[string]string {
 func TestHijackingTreeRunsNothingOnTheHost(t *testing.T) {
 	testenv.NeedRoot(t)
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("CI", "") // another user's config is passed over with a line
 	for _, where := range []string{"in the tree", "above the tree", "above, another user's"} {
 		t.Run(where, func(t *testing.T) {
 			dir, marks := t.TempDir(), t.TempDir()

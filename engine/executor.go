@@ -407,7 +407,19 @@ func (x *executor) outside(path string) string {
 	return ""
 }
 
-// inside maps a host path to where the sandbox sees it.
+// hostPath is the host path of what a probe's sandbox shows at path:
+// through any bind, or the same path (the host runtime's, or a file the
+// sandbox does not bind, which the host may not have).
+func (x *executor) hostPath(path string) string {
+	for _, b := range x.binds {
+		if within(path, b.Target) {
+			return b.Source + strings.TrimPrefix(path, b.Target)
+		}
+	}
+	return path
+}
+
+// inside is where a host path appears in a probe's sandbox.
 func (x *executor) inside(host string) string {
 	for _, b := range x.binds {
 		if within(host, b.Source) {

@@ -54,6 +54,17 @@ type Options struct {
 	Limits sandbox.Limits
 	// CacheDir holds generated locales between scans.
 	CacheDir string
+	// VerdictCache is the folder of the verdict cache: each module's
+	// verdicts, reused while nothing they depend on changed ("" for none).
+	VerdictCache string
+	// CacheKey is what else shapes a verdict that the engine cannot see
+	// (a runtime's image, its OCI binary): part of every module's key.
+	CacheKey string
+	// CacheSecret seals the cache's entries: only entries sealed with it
+	// are read (at least 16 bytes; none, no cache).
+	CacheSecret []byte
+	// CacheLog, when set, hears why each module was scanned again.
+	CacheLog io.Writer
 	// TempDir is where the scan's scratch directory is made ("" for the
 	// system default).
 	TempDir string

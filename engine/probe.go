@@ -62,7 +62,10 @@ type results struct {
 	notCall    map[int]string         // probe -> why it is not callable
 	events     map[int][]report.Event
 	shardError map[int]map[int]string // probe -> run slot -> why its shard could not run
-	ladder     ladders
+	// loaded are, per module, the host paths of the files its processes
+	// had loaded, in any run: what the verdict cache keys it by.
+	loaded map[int]map[string]bool
+	ladder ladders
 }
 
 func (r *results) event(p int, e report.Event) {
@@ -73,7 +76,7 @@ func (r *results) event(p int, e report.Event) {
 
 func newResults() *results {
 	return &results{calls: map[int][][]outcome{}, importErr: map[int]map[int]string{}, notCall: map[int]string{},
-		events: map[int][]report.Event{}, shardError: map[int]map[int]string{}}
+		events: map[int][]report.Event{}, shardError: map[int]map[int]string{}, loaded: map[int]map[string]bool{}}
 }
 
 // runRuns runs every shard under every one of runs, up to Jobs
@@ -546,7 +549,24 @@ func (a *shardRun) lost(call int, kind, detail string, inCall bool) {
 }
 
 func (a *shardRun) arm(d time.Duration) { a.wd.arm(d) }
-func (a *shardRun) kill()               { a.wd.kill() }
+
+func (a *shardRun) loaded(module int, files []string) {
+	if module >= len(a.modOf) {
+		return
+	}
+	mod := a.modOf[module]
+	a.res.mu.Lock()
+	defer a.res.mu.Unlock()
+	set := a.res.loaded[mod]
+	if set == nil {
+		set = map[string]bool{}
+		a.res.loaded[mod] = set
+	}
+	for _, f := range files {
+		set[a.x.hostPath(f)] = true
+	}
+}
+func (a *shardRun) kill() { a.wd.kill() }
 
 // unplace writes the host runtime's scratch directory, where HOME and the
 // working directory live there, as $SCRATCH in an answer, and its TMPDIR

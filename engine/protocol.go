@@ -39,6 +39,9 @@ import (
 //	                                                 idle limit, us after how long) in call i, in
 //	                                                 its import, or (no i) between calls: the
 //	                                                 rest of the module's calls are not made
+//	fl      probe     m f                            the files of the modules module m's process
+//	                                                 had loaded when its stretch ended: the
+//	                                                 verdict cache's key
 //	done    all       -                              the worker finished the plan
 //
 // A call's start is not a record: the worker's parent reads it from memory
@@ -57,6 +60,7 @@ const (
 	kindNotCallable  recordKind = "nc"
 	kindOverBudget   recordKind = "ob"
 	kindGone         recordKind = "gone"
+	kindLoaded       recordKind = "fl"
 	kindDone         recordKind = "done"
 )
 
@@ -80,6 +84,7 @@ type record struct {
 	TimedOut  bool       `json:"to"`
 	Micros    int64      `json:"us"`
 	Below     int        `json:"below"`
+	Files     []string   `json:"f"`
 
 	took time.Duration // since the record before it (charge)
 }
@@ -96,6 +101,9 @@ type shardSink interface {
 	// lost: the call's process died ("crash"), ran past the limit
 	// ("timeout") or lied ("tampered"); inCall when the call had started.
 	lost(call int, kind string, detail string, inCall bool)
+	// loaded: the files module's process had loaded when its stretch
+	// ended (the verdict cache's key).
+	loaded(module int, files []string)
 	arm(d time.Duration) // the watchdog's limit for what runs now
 	kill()               // a forger was caught: end the interpreter
 }
@@ -178,6 +186,8 @@ func (r *recordReader) handle(line []byte) {
 		ok = r.overBudget(rec)
 	case kindGone:
 		ok = r.gone(rec)
+	case kindLoaded:
+		ok = r.loaded(rec)
 	case kindDone:
 		ok = r.finish()
 	}
@@ -275,6 +285,16 @@ func (r *recordReader) imported(rec record) bool {
 	}
 	r.module = -1
 	r.sink.arm(r.callTimeout)
+	return true
+}
+
+// loaded takes the files a module's process had loaded, said between
+// calls of a module of the plan.
+func (r *recordReader) loaded(rec record) bool {
+	if !r.idle() || rec.Module == nil || *rec.Module < 0 || *rec.Module >= len(r.plan.Modules) {
+		return false
+	}
+	r.sink.loaded(*rec.Module, rec.Files)
 	return true
 }
 

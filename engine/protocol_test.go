@@ -29,10 +29,13 @@ func (f *fakeSink) lost(call int, kind, detail string, _ bool) {
 }
 func (f *fakeSink) arm(d time.Duration) { f.events = append(f.events, "arm "+d.String()) }
 func (f *fakeSink) kill()               { f.events = append(f.events, "kill") }
+func (f *fakeSink) loaded(module int, files []string) {
+	f.events = append(f.events, fmt.Sprintf("loaded %d %d", module, len(files)))
+}
 
 // twoModules is a plan of two functions in two modules, two rungs each.
 func twoModules() *workerPlan {
-	return &workerPlan{Nonce: "N", Functions: []planFunction{{Module: 0}, {Module: 1}},
+	return &workerPlan{Nonce: "N", Modules: []planModule{{Index: 0}, {Index: 1}}, Functions: []planFunction{{Module: 0}, {Module: 1}},
 		Calls: [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}}}
 }
 
@@ -105,6 +108,11 @@ func TestRecordReader(t *testing.T) {
 			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"id","m":1}`, `{"n":"N","k":"r","i":2,"v":"V:3"}`, `{"n":"N","k":"r","i":3,"v":"V:4"}`,
 			`{"n":"N","k":"done"}`},
 			[]string{"lost 1 timeout", "answer 2 V:3", "answer 3 V:4"}, true, -1},
+		{"what a module's process loaded, between calls", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
+			`{"n":"N","k":"r","i":0,"v":"V:1"}`, `{"n":"N","k":"r","i":1,"v":"V:2"}`, `{"n":"N","k":"fl","m":0,"f":["/t/a.py","/t/b.py"]}`,
+			`{"n":"N","k":"is","m":1}`, `{"n":"N","k":"fl","m":1,"f":["/t/c.py"]}`},
+			[]string{"answer 0 V:1", "answer 1 V:2", "loaded 0 2"}, false, -1},
+		{"loaded files of a module the plan has not", []string{`{"n":"N","k":"fl","m":7,"f":[]}`}, nil, false, -1},
 		{"gone naming another module's call", []string{`{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`,
 			`{"n":"N","k":"gone","m":0,"i":2,"why":"killed by SIGKILL"}`}, nil, false, -1},
 	}

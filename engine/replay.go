@@ -44,10 +44,10 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 	}
 	var runs []sandbox.RunConditions
 	for _, a := range w.Answers {
-		if a.Run < 0 || a.Run >= len(rep.Runs) {
+		if a.Run < 0 || a.Run >= len(rep.RunsOf(f)) {
 			return nil, f, &usageError{fmt.Sprintf("the report's witness names run %d, which it does not describe", a.Run)}
 		}
-		rc, err := checkRun(rep.Runs[a.Run], opts.Runtime.Isolated())
+		rc, err := checkRun(rep.RunOf(f, a.Run), opts.Runtime.Isolated())
 		if err != nil {
 			return nil, f, err
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
@@ -26,6 +27,7 @@ type scan struct {
 	mainShards []*shard // the main runs' shards: bisection replays their order
 	// suppressions are the ignore comments of the files read.
 	suppressions []*suppressions
+	cache        *verdictCache // nil: none
 }
 
 // openScan opens the scan's executor and plans its runs' conditions. The
@@ -92,6 +94,12 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	if ctx.Err() != nil {
 		rep.Partial = true
 		markInterrupted(probes, results, counts, !interrupted)
+	}
+	if c := s.cache; c != nil {
+		c.finish(rep)
+		if !rep.Partial {
+			c.store(s, rep, probes, results, time.Now())
+		}
 	}
 	rep.Processes = int(s.ex.processes.Load())
 	rep.Excluded = src.excluded
@@ -265,6 +273,7 @@ func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) 
 			rep.Targets = append(rep.Targets, t.Arg)
 		}
 	}
+	s.cache = s.openCache()
 	probes := s.selectProbes(s.files, disc, rep)
 	s.mainShards = planShards(probes, s.ex.shardsFor(probes, func(p *probe) int { return len(disc.ladder[p.Ladder]) }))
 	endProbing := s.ex.phase("probing")
@@ -377,6 +386,10 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 		if ignored != nil {
 			s.suppressions = append(s.suppressions, ignored)
 		}
+		var cached *cacheEntry
+		if s.cache != nil && f.Func == "" {
+			cached = s.cache.lookup(mi, f, s.ex.opts.OrderFree)
+		}
 		for _, fn := range m.Functions {
 			if (f.Func != "" && fn.Name != f.Func) || (f.Func == "" && !s.ex.opts.Private && private(fn.Name)) {
 				ignored.of(fn.Line, fn.Lines, "")
@@ -402,6 +415,12 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 				continue
 			}
 			out.Smells = gate.Smells(fn.Facts)
+			if s.cache != nil {
+				s.cache.probed[mi] = true
+			}
+			if cached != nil && cached.reuse(out, rep.Runs, rep.Seed) {
+				continue
+			}
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
 				Kinds: fn.Kinds, Ladder: fn.Ladder,
 				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID],

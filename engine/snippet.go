@@ -87,11 +87,11 @@ func Reproduction(rep *report.Report, id, root, python string, projectRoot func(
 	}
 	seen := map[int]bool{}
 	for _, a := range w.Answers {
-		if seen[a.Run] || a.Run < 0 || a.Run >= len(rep.Runs) {
+		if seen[a.Run] || a.Run < 0 || a.Run >= len(rep.RunsOf(f)) {
 			continue
 		}
 		seen[a.Run] = true
-		rc, err := checkRun(rep.Runs[a.Run], true)
+		rc, err := checkRun(rep.RunOf(f, a.Run), true)
 		if err != nil {
 			return "", err
 		}

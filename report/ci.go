@@ -204,12 +204,13 @@ func witnessConditions(r *Report, f *Function) string {
 	var lines []string
 	seen := map[int]bool{}
 	for _, a := range f.Witness.Answers {
-		for _, run := range r.Runs {
-			if run.ID == a.Run && !seen[run.ID] {
-				seen[run.ID] = true
-				lines = append(lines, fmt.Sprintf("run %d: %s", run.ID, run.Describe()))
-			}
+		if run := r.RunOf(f, a.Run); !seen[a.Run] {
+			seen[a.Run] = true
+			lines = append(lines, fmt.Sprintf("run %d: %s", run.ID, run.Describe()))
 		}
+	}
+	if ownRuns(f) {
+		lines = append(lines, fmt.Sprintf("(runs of the scan of %s, seed %d, whose verdict the cache kept)", f.Cached.Date, f.Cached.Seed))
 	}
 	return strings.Join(lines, "\n")
 }

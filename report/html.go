@@ -128,7 +128,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		var runs []sandbox.RunConditions
 		for _, a := range answers {
-			runs = append(runs, r.run(a.Run))
+			runs = append(runs, r.RunOf(f, a.Run))
 			hf.Sides = append(hf.Sides, htmlSide{Run: a.Run, Value: a.Value})
 		}
 		for i := range hf.Sides {

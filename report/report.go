@@ -63,6 +63,8 @@ type Report struct {
 	Census     Census                  `json:"census"`
 	Processes  int                     `json:"processes"`
 	Calls      int                     `json:"calls"`
+	// Cache is set when the scan used the verdict cache.
+	Cache *CacheUse `json:"cache,omitempty"`
 	// Part is set on the report of one part of a split scan (--shard
 	// K/N); Merge joins the parts into the report of the whole.
 	Part *Part `json:"part,omitempty"`
@@ -182,6 +184,25 @@ type Function struct {
 	Smells []gate.Smell `json:"smells,omitempty"`
 	// Runs is how many fresh interpreters called this function.
 	Runs int `json:"runs"`
+	// Cached is set when the verdict was reused from the verdict cache:
+	// nothing it depends on changed since the scan that made it.
+	Cached *Cached `json:"cached,omitempty"`
+}
+
+// Cached names the earlier scan a reused verdict comes from. Its witness
+// and moved_by name that scan's runs: Runs lists them when they are not
+// this report's (another seed).
+type Cached struct {
+	Seed uint64                  `json:"seed"`
+	Date string                  `json:"date"` // the day, UTC, as 2006-01-02
+	Runs []sandbox.RunConditions `json:"runs,omitempty"`
+}
+
+// CacheUse counts the modules whose verdicts the scan reused from the
+// verdict cache, of those it had functions to probe in.
+type CacheUse struct {
+	Modules int `json:"modules"`
+	Reused  int `json:"reused"`
 }
 
 // Suppression is an ignore comment on a function's def line.
@@ -596,6 +617,18 @@ func checkFunctions(fs []*Function, runs int) error {
 		}
 		if file, name := SplitID(f.ID); file == "" || name == "" {
 			return fmt.Errorf("%w: function %d: id %q is not FILE::function", ErrMalformed, i+1, f.ID)
+		}
+		runs := runs
+		if f.Cached != nil && len(f.Cached.Runs) > 0 {
+			runs = len(f.Cached.Runs)
+			for k, rc := range f.Cached.Runs {
+				if rc.ID != k {
+					return fmt.Errorf("%w: function %q: its cached run %d has id %d", ErrMalformed, f.ID, k, rc.ID)
+				}
+			}
+		}
+		if m := f.MovedBy; m != nil && (m.Run < 0 || m.Run >= runs) {
+			return fmt.Errorf("%w: function %q: moved_by names run %d, and the report describes %d runs", ErrMalformed, f.ID, m.Run, runs)
 		}
 		for _, w := range []struct {
 			what string

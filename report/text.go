@@ -110,7 +110,7 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		if wt == nil || len(wt.Answers) < 2 {
 			p.f("         (the report holds no witness)\n")
 		} else {
-			p.witness(r, wt, f.Causes)
+			p.witness(r, f, wt, f.Causes)
 		}
 		if d := describeCauses(f.Causes); d != "" {
 			p.f("         %s\n", d)
@@ -265,6 +265,9 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	case c.Probed > 0:
 		p.f("reach: %d of %d probed functions had a call enter their body (a clean report speaks for those)\n", c.Reached, c.Probed)
 	}
+	if cu := r.Cache; cu != nil {
+		p.f("cache: %d of %d modules unchanged, their verdicts reused from earlier scans (--no-cache scans them again)\n", cu.Reused, cu.Modules)
+	}
 	for _, pk := range r.Packages {
 		pc := pk.Census
 		p.f("  %s %s: %d nondeterministic · %d deterministic · %d look · %d not probed\n", pk.Name, pk.Version,
@@ -322,7 +325,7 @@ func notCommands(text string) string {
 // witness prints a finding's input, its two answers and the runs that
 // gave them: for two runs, the conditions among its causes, with the value
 // each run had.
-func (p *printer) witness(r *Report, wt *Witness, causes []string) {
+func (p *printer) witness(r *Report, f *Function, wt *Witness, causes []string) {
 	order := ""
 	if wt.OrderOnly {
 		order = "   (order only)"
@@ -335,7 +338,7 @@ func (p *printer) witness(r *Report, wt *Witness, causes []string) {
 	case BreakerOrderFree:
 		p.f("         both in run %d, the second with the argument declared order-free reversed\n", wt.Answers[0].Run)
 	default:
-		a, b := r.run(wt.Answers[0].Run), r.run(wt.Answers[1].Run)
+		a, b := r.RunOf(f, wt.Answers[0].Run), r.RunOf(f, wt.Answers[1].Run)
 		var moved []string
 		for _, c := range causes {
 			if v, ok := sandbox.VariedCondition(sandbox.Condition(c)); ok && !v.Same(a, b) {
@@ -346,6 +349,10 @@ func (p *printer) witness(r *Report, wt *Witness, causes []string) {
 			p.f("         runs %d and %d\n", a.ID, b.ID)
 		} else {
 			p.f("         runs %d and %d: %s\n", a.ID, b.ID, strings.Join(moved, ", "))
+		}
+		if ownRuns(f) {
+			p.f("         (runs of the scan of %s, seed %d, whose verdict the cache kept)\n", f.Cached.Date, f.Cached.Seed)
+			p.f("           run %d: %s\n           run %d: %s\n", a.ID, a.Describe(), b.ID, b.Describe())
 		}
 	}
 }
@@ -362,7 +369,7 @@ func shown(v string) string {
 func (p *printer) runs(r *Report, findings []*Function) {
 	named := map[int]bool{}
 	for _, f := range findings {
-		if f.Witness != nil {
+		if f.Witness != nil && !ownRuns(f) {
 			for _, a := range f.Witness.Answers {
 				named[a.Run] = true
 			}
@@ -515,14 +522,29 @@ func joinInts(xs []int) string {
 	return strings.Join(out, ",")
 }
 
-// run is the conditions of run i, or none when the report does not
-// describe it (Validate refuses such a report; the text does not panic).
-func (r *Report) run(i int) sandbox.RunConditions {
-	if i < 0 || i >= len(r.Runs) {
+// RunOf is the conditions of run i as f's witness names it: this
+// report's run, or, for a verdict reused from the cache with other runs,
+// that scan's; none when neither describes it (Validate refuses such a
+// report; the renderers do not panic).
+func (r *Report) RunOf(f *Function, i int) sandbox.RunConditions {
+	runs := r.RunsOf(f)
+	if i < 0 || i >= len(runs) {
 		return sandbox.RunConditions{ID: i}
 	}
-	return r.Runs[i]
+	return runs[i]
 }
+
+// RunsOf are the runs f's witness and moved_by name: this report's, or
+// those of the earlier scan a cached verdict comes from.
+func (r *Report) RunsOf(f *Function) []sandbox.RunConditions {
+	if f != nil && ownRuns(f) {
+		return f.Cached.Runs
+	}
+	return r.Runs
+}
+
+// ownRuns is whether f's witness names runs of another scan than r's.
+func ownRuns(f *Function) bool { return f.Cached != nil && len(f.Cached.Runs) > 0 }
 
 func clip(s string, n int) string {
 	r := []rune(s)
@@ -561,6 +583,9 @@ func WriteConcise(w io.Writer, r *Report, opts TextOptions) error {
 			known = " (in the baseline)"
 		}
 		p.f("%s:%d: %s: %s%s\n", where(f.ID), max(f.Line, 1), causes, f.ID, known)
+	}
+	if cu := r.Cache; cu != nil && cu.Reused > 0 {
+		p.f("cache: %d of %d modules unchanged\n", cu.Reused, cu.Modules)
 	}
 	if p.err != nil {
 		return p.err

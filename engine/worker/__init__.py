@@ -62,6 +62,9 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               idle limit, us after how long) in call i, in
                                               its import, or (no i) between calls: the
                                               rest of the module's calls are not made
+  fl       probe     m f                      the files of the modules module m's child had
+                                              loaded when its stretch ended (the verdict
+                                              cache's key)
   done     all       -                        the worker finished the plan
 
 A call's start is not a record: the child marks it in memory it shares

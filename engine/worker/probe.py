@@ -11,6 +11,7 @@ from .calls import run_calls
 from .channel import CallMark, Channel, _map_marks
 from .forking import fork
 from .relay import FLUSH_SIGNAL, _Relay
+from .state import loaded_files
 from .zygote import Zygote, zygote_key
 
 
@@ -186,7 +187,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
             own = Channel(None, w, ar)
             own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, lo, hi, skip, mark)
-            own.send({"k": "end"}, flush=True)
+            own.send({"k": "end", "f": loaded_files()}, flush=True)
         pid = fork(child)
     os.close(w)
     os.close(ar)

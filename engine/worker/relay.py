@@ -16,7 +16,7 @@ _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
     "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int, "below": int},
     "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "us": int},
-    "end": {},
+    "end": {"f": list},
 }
 MAX_RECORD = 1 << 20
 # Before ending a child whose call ran past its limit, the parent sends it
@@ -243,7 +243,7 @@ class _Relay:
             if key == "k":
                 continue
             want = fields.get(key)
-            if want is None or type(value) is not want:
+            if want is None or type(value) is not want or (want is list and not all(type(v) is str for v in value)):
                 self.tampered = "wrote a record field it may not (%s)" % key[:40]
                 return
             out[key] = value
@@ -252,6 +252,10 @@ class _Relay:
             return
         if kind != "end":
             self.ch.send(out, flush=kind in ("is", "id", "if"))
+        elif out.get("f"):
+            # The files the child had loaded, for the engine's verdict
+            # cache: said of the parent's module, never the child's word.
+            self.ch.send({"k": "fl", "m": self.mi, "f": out["f"]})
         if kind in ("is", "id", "if"):
             try:
                 os.write(self.acks, b".")

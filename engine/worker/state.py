@@ -7,6 +7,7 @@ import importlib.util
 import locale
 import os
 import sys
+import types
 
 from .canon import _typename
 
@@ -88,6 +89,36 @@ class ProcessState:
     def after_import(self):
         """An import may rightly extend sys.path; keep what it did."""
         self.path = list(sys.path)
+
+
+# At most this many files, and this many bytes of their names, are named
+# in a child's end record: it stays far below the relay's record bound.
+MAX_LOADED, MAX_LOADED_BYTES = 20000, 1 << 19
+_WORKER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def loaded_files():
+    """The files of every module the process has loaded, but the worker's
+    own: what its calls' answers may depend on, for the engine's verdict
+    cache. Only a plain module's own __dict__ is read (a module-level
+    __getattr__ of scanned code never runs here), and the list is bounded."""
+    out = set()
+    for m in list(sys.modules.values()):
+        if type(m) is not types.ModuleType:
+            continue
+        try:
+            f = m.__dict__.get("__file__")
+        except Exception:
+            continue
+        if type(f) is str and f.startswith("/") and not f.startswith(_WORKER_DIR) and f.isprintable():
+            out.add(f)
+    files, size = [], 0
+    for f in sorted(out):
+        size += len(f) + 4
+        if len(files) >= MAX_LOADED or size > MAX_LOADED_BYTES:
+            break
+        files.append(f)
+    return files
 
 
 def _import(m):

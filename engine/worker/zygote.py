@@ -44,7 +44,7 @@ from .calls import run_calls
 from .channel import CallMark, Channel
 from .forking import fork
 from .relay import FLUSH_SIGNAL
-from .state import ProcessState
+from .state import ProcessState, loaded_files
 
 # How long the parent waits for a zygote to fork a child and say its pid,
 # or to say the status of a child that has ended.
@@ -220,7 +220,7 @@ def _serve(plan, sock, key, mark, bare):
             own = Channel(None, w, ar)
             own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, req["lo"], req["hi"], set(req["skip"]), mark)
-            own.send({"k": "end"}, flush=True)
+            own.send({"k": "end", "f": loaded_files()}, flush=True)
         pid = fork(child)
         os.close(w)
         os.close(ar)

@@ -42,6 +42,14 @@ class Relay(unittest.TestCase):
         self.assertTrue(rel.ended)
         self.assertEqual([r["k"] for r in sent], ["is", "id", "r", "nc"])
 
+    def test_the_files_a_child_loaded_are_said_of_its_module(self):
+        rel, sent = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"r","i":0,"v":"V:1"}',
+                               '{"k":"end","f":["/t/a.py","/t/b.py"]}')
+        self.assertEqual(rel.tampered, "")
+        self.assertEqual(sent[-1], {"k": "fl", "m": 0, "f": ["/t/a.py", "/t/b.py"]})
+        rel, _ = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"end","f":["/t/a.py",3]}')
+        self.assertIn("field it may not (f)", rel.tampered)
+
     def test_a_spent_budget_stands_for_one_call(self):
         # "ob" is one call not made, in turn; the function's later calls
         # still come. A plan with no budget has no "ob".

@@ -75,6 +75,7 @@ var configKeys = []configKey{
 	{name: "format", trust: shapesReport},
 	{name: "package", trust: shapesReport},
 	{name: "all-packages", trust: shapesReport},
+	{name: "no-cache", trust: shapesReport},
 	{name: "jobs", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt("jobs"); return float64(n) }},
 	{name: "call-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("call-timeout"); return float64(d) }},
 	{name: "idle-timeout", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { d, _ := fs.GetDuration("idle-timeout"); return float64(d) }},
@@ -96,6 +97,8 @@ var configKeys = []configKey{
 	}},
 	{name: "runtime", trust: userOnly},
 	{name: "python", trust: userOnly, path: true},
+	// A cache folder's entries decide verdicts: only the user names one.
+	{name: "cache-dir", trust: userOnly, path: true},
 }
 
 // The runtimes' own flags are keys too, as the registry declares them:

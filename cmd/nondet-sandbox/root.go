@@ -21,6 +21,6 @@ under the given paths, 130 interrupted.`,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand(), newVersionCommand(), newImageCommand(), newMergeCommand(), newRenderCommand())
+	root.AddCommand(newRunCommand(), newReplayCommand(), newDoctorCommand(), newBenchCommand(), newVersionCommand(), newImageCommand(), newMergeCommand(), newRenderCommand(), newCleanCommand())
 	return root
 }

@@ -56,6 +56,8 @@ type runOptions struct {
 	configDir                                  string // the config file's folder: include and exclude are relative to it
 	packages                                   []string
 	allPkgs                                    bool
+	noCache                                    bool
+	cacheDir                                   string
 	shard                                      string
 }
 
@@ -99,6 +101,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.forceExclude, "force-exclude", false, "apply the excludes (--exclude, the default excluded folders, .gitignore) to files named on the command line too, as a pre-commit hook names them")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
+	fs.BoolVar(&o.noCache, "no-cache", os.Getenv(noCacheVar) != "", "neither read nor write the verdict cache: judge every module afresh (for a release audit: the cache does not see the data files a module reads; also "+noCacheVar+"=1)")
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep the verdict cache in this `DIR` (default .nondet-sandbox-cache in the project's root, or the user's cache folder for --package and --all-packages)")
 	fs.BoolVar(&o.allPkgs, "all-packages", false, "scan every distribution installed in the environment of --python, with a census per distribution")
 	fs.StringVar(&o.config, "config", "", "read settings from this TOML file instead of the pyproject.toml found from the first target upward")
 	fs.BoolVar(&o.noConfig, "no-config", false, "read no config file")
@@ -303,7 +307,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		seed = rand.Uint64N(1<<31) + 1
 	}
 	cache := cacheDir()
+	verdicts, secret := opts.verdictCache(sel, stderr)
 	eo := engine.Options{
+		VerdictCache: verdicts, CacheSecret: secret, CacheKey: opts.sandboxOptions.cacheKey(rt),
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
 		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
@@ -321,6 +327,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		eo.Progress = plainProgress(stderr, time.Now, progressEvery)
 	}
 	if opts.verbose {
+		eo.CacheLog = stderr
 		eo.PhaseDone = func(c engine.PhaseCost) {
 			waits := ""
 			if c.NotWaited > 0 {

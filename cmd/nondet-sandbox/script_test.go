@@ -19,6 +19,8 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PYTHON", python)
+			env.Setenv(noCacheVar, "1") // cache.txtar turns it on
+			env.Setenv("XDG_CACHE_HOME", env.WorkDir+"/.cache")
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

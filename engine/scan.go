@@ -211,6 +211,54 @@ func (s *Sources) Part(k, n int) *Sources {
 	return out
 }
 
+// PackageSources are the sources of one installed distribution (Package
+// nil: the rest, what the paths given named).
+type PackageSources struct {
+	Package *Package
+	Sources *Sources
+}
+
+// ByPackage splits the sources into those of each of pkgs, in their
+// order, then the rest: an audit scans one distribution at a time, and
+// holds one distribution's calls at a time. A package none of whose files
+// were kept is left out; the first part carries what was excluded.
+func (s *Sources) ByPackage(pkgs []Package) []PackageSources {
+	var out []PackageSources
+	taken := make([]bool, len(s.files))
+	for i := range pkgs {
+		p := &pkgs[i]
+		part := &Sources{targets: s.targets}
+		for fi, f := range s.files {
+			if taken[fi] {
+				continue
+			}
+			for _, top := range p.Tops {
+				if within(f.Path, filepath.Join(p.Site, top)) {
+					part.files = append(part.files, f)
+					taken[fi] = true
+					break
+				}
+			}
+		}
+		if len(part.files) > 0 {
+			out = append(out, PackageSources{Package: p, Sources: part})
+		}
+	}
+	rest := &Sources{targets: s.targets}
+	for fi, f := range s.files {
+		if !taken[fi] {
+			rest.files = append(rest.files, f)
+		}
+	}
+	if len(rest.files) > 0 {
+		out = append(out, PackageSources{Sources: rest})
+	}
+	if len(out) > 0 {
+		out[0].Sources.excluded = s.excluded
+	}
+	return out
+}
+
 // Resolve walks the targets for the Python files filter keeps; finding
 // none is ErrNoSources, most likely a wrong path.
 func Resolve(targets []Target, filter Filter) (*Sources, error) {

@@ -351,7 +351,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 			}
 		}
 	}
-	rep, err := engine.ScanSources(ctx, eo, src)
+	rep, err := opts.scanSources(ctx, eo, src, pkgs, stderr)
 	interrupted := errors.Is(err, engine.ErrInterrupted) && rep != nil
 	if err != nil && !interrupted {
 		return err
@@ -385,6 +385,81 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 		return unjudgedError(u)
 	}
 	return nil
+}
+
+// scanSources scans src: at once, or, for an audit of several installed
+// distributions, one distribution at a time, joined into one report. Each
+// says a line as it ends (unless --quiet), so a long audit is heard from
+// in a CI log, and only one distribution's calls are held at a time.
+func (opts *runOptions) scanSources(ctx context.Context, eo engine.Options, src *engine.Sources, pkgs []engine.Package, stderr io.Writer) (*report.Report, error) {
+	if len(pkgs) < 2 {
+		return engine.ScanSources(ctx, eo, src)
+	}
+	parts := src.ByPackage(pkgs)
+	var whole *report.Report
+	for i, part := range parts {
+		start := time.Now()
+		rep, err := engine.ScanSources(ctx, eo, part.Sources)
+		interrupted := errors.Is(err, engine.ErrInterrupted) && rep != nil
+		if err != nil && !interrupted {
+			return nil, err
+		}
+		whole = joinReports(whole, rep)
+		if !opts.quiet {
+			what := "the paths given"
+			if p := part.Package; p != nil {
+				what = p.Name + " " + p.Version
+			}
+			c := rep.Census
+			cached := ""
+			if cu := rep.Cache; cu != nil && cu.Reused > 0 {
+				cached = fmt.Sprintf("; %d of %d modules unchanged", cu.Reused, cu.Modules)
+			}
+			fmt.Fprintf(stderr, "nondet-sandbox: %d of %d: %s: %s: %d nondeterministic · %d deterministic · %d look · %d not probed (%s%s)\n",
+				i+1, len(parts), report.TerminalSafe(what), fmt.Sprintf("%d functions", len(rep.Functions)), c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed,
+				time.Since(start).Round(100*time.Millisecond), cached)
+		}
+		if interrupted {
+			whole.Partial = true
+			whole.Finish()
+			return whole, err
+		}
+	}
+	whole.Finish()
+	return whole, nil
+}
+
+// joinReports adds the report of one distribution's scan to the audit's:
+// one seed, so the same runs; their modules, functions and counts add up.
+func joinReports(whole, rep *report.Report) *report.Report {
+	if whole == nil {
+		return rep
+	}
+	whole.Modules = append(whole.Modules, rep.Modules...)
+	whole.Functions = append(whole.Functions, rep.Functions...)
+	whole.UnusedSuppressions = append(whole.UnusedSuppressions, rep.UnusedSuppressions...)
+	whole.Excluded = append(whole.Excluded, rep.Excluded...)
+	whole.Processes += rep.Processes
+	whole.Calls += rep.Calls
+	for _, t := range rep.Targets {
+		if !slices.Contains(whole.Targets, t) {
+			whole.Targets = append(whole.Targets, t)
+		}
+	}
+	if rep.Cache != nil {
+		if whole.Cache == nil {
+			whole.Cache = &report.CacheUse{}
+		}
+		whole.Cache.Modules += rep.Cache.Modules
+		whole.Cache.Reused += rep.Cache.Reused
+	}
+	if m := rep.Measurements; m != nil {
+		if whole.Measurements == nil {
+			whole.Measurements = &report.Measurements{}
+		}
+		whole.Measurements.Workers = append(whole.Measurements.Workers, m.Workers...)
+	}
+	return whole
 }
 
 // unjudgedError says what could not be judged, one line each, and why the

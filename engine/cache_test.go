@@ -110,6 +110,12 @@ func TestVerdictCacheReusesWhatDidNotChange(t *testing.T) {
 	if fourth.Cache.Reused != 0 {
 		t.Errorf("with another --runs: %+v", fourth.Cache)
 	}
+	// Another version of the tool (or of its ladder, which is the
+	// worker's): nothing is reused either.
+	fifth, _ := cachedScan(t, dir, cache, 5, func(o *engine.Options) { o.Version = "v0.0.0-other" })
+	if fifth.Cache.Reused != 0 {
+		t.Errorf("with another tool version: %+v", fifth.Cache)
+	}
 	// Without the cache, nothing says cache.
 	if rep := scan(t, nil, dir); rep.Cache != nil {
 		t.Errorf("no cache asked for: %+v", rep.Cache)

@@ -83,6 +83,12 @@ func (s *scan) openCache() *verdictCache {
 		note(o.Notes, "not using the verdict cache %s: %s", o.VerdictCache, why)
 		return nil
 	}
+	// A folder that cannot be made (a read-only tree, a pod's root) is no
+	// cache: said once, and the report claims none.
+	if err := os.MkdirAll(o.VerdictCache, 0o755); err != nil {
+		note(o.Notes, "no verdict cache: %v", err)
+		return nil
+	}
 	c := &verdictCache{dir: o.VerdictCache, secret: o.CacheSecret, notes: o.Notes, why: o.CacheLog, hashes: map[string]string{},
 		hits: map[int]*cacheEntry{}, probed: map[int]bool{}}
 	h := sha256.New()
@@ -329,10 +335,6 @@ func (c *verdictCache) finish(rep *report.Report) {
 // whose every function has its verdict, whose processes said what they
 // loaded, and none of whose runs failed to run.
 func (c *verdictCache) store(s *scan, rep *report.Report, probes []*probe, res *results, now time.Time) {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		note(c.notes, "cannot keep verdicts in %s: %v", c.dir, err)
-		return
-	}
 	ignore := filepath.Join(c.dir, ".gitignore")
 	if _, err := os.Lstat(ignore); errors.Is(err, fs.ErrNotExist) {
 		_ = os.WriteFile(ignore, []byte("# nondet-sandbox's verdict cache: nothing here belongs in git.\n*\n"), 0o644)

@@ -265,7 +265,11 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 	case c.Probed > 0:
 		p.f("reach: %d of %d probed functions had a call enter their body (a clean report speaks for those)\n", c.Reached, c.Probed)
 	}
-	if cu := r.Cache; cu != nil {
+	switch cu := r.Cache; {
+	case cu == nil:
+	case cu.Reused == 0:
+		p.f("cache: no module's verdicts could be reused; these %d are kept for the next scan\n", cu.Modules)
+	default:
 		p.f("cache: %d of %d modules unchanged, their verdicts reused from earlier scans (--no-cache scans them again)\n", cu.Reused, cu.Modules)
 	}
 	for _, pk := range r.Packages {

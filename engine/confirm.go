@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -136,9 +137,19 @@ type bisection struct {
 	before []int    // every function called before it, in order
 	cand   []int    // the candidates being searched
 	lo, hi int      // cand[:lo] does not move it, cand[:hi] does
-	stage  int      // 0: own module's, 1: everyone's, 2: bisecting
+	stage  int      // 0: own module's, 1: everyone's, 2: bisecting, 3: the fast ones alone
 	k      int      // the prefix length being tried
+	// cost is what each function's calls before it took in the run, as
+	// the worker measured them: what replaying them costs a step.
+	cost map[int]time.Duration
+	fast []int // stage 3: the candidates tried without the slow ones
 }
+
+// slowReplay is what a candidate's calls must take, in the run, to be
+// left out of a first try at naming the culprit: replayed in every
+// step of the halving, a function that walks every installed package or
+// launches a browser was most of the scan's bisection time.
+const slowReplay = 250 * time.Millisecond
 
 // bisect names, for each function that did not reproduce alone, the
 // function whose calls before it moved it: first among its own module's
@@ -195,10 +206,12 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 				break // nothing after the witness call matters
 			}
 		}
+		b.cost = map[int]time.Duration{}
 		for _, c := range b.order {
 			if c[0] == p.Index {
 				break
 			}
+			b.cost[c[0]] += time.Duration(main.calls[c[0]][c[1]][b.run].took) * time.Microsecond
 			if !slices.Contains(b.before, c[0]) {
 				b.before = append(b.before, c[0])
 				if byIndex[c[0]].Module == p.Module {
@@ -241,7 +254,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 				}
 			}
 			slot[i] = sh
-			target[i] = b.segment(sh, b.cand[:b.k], byIndex)
+			target[i] = b.segment(sh, b.trying(), byIndex)
 		}
 		var tasks []task
 		res := map[*shard]*results{}
@@ -281,15 +294,43 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 	}
 }
 
-// step takes one step of the search, given whether the calls of cand[:k]
+// trying is the functions whose calls the next step replays before the
+// bisected one.
+func (b *bisection) trying() []int {
+	if b.stage == 3 {
+		return b.fast
+	}
+	return b.cand[:b.k]
+}
+
+// step takes one step of the search, given whether the calls of trying()
 // before the function moved it: the search goes on, or is done with the
 // culprit (an index of cand's) or none (-1). Its own module's functions
-// are tried first, all at once; then every function before it; the
-// prefix that moves it is then halved to the one function that does.
+// are tried first, all at once; then every function before it. Those two
+// steps decide the verdict; which function it was is an explanation, and
+// costs what its steps replay: the prefix that moves it is tried once
+// without its slow functions, and the one of them that moves it is then
+// found by halving those alone; else the whole prefix is halved to the
+// one function that does.
 func (b *bisection) step(moves bool) (done bool, culprit int) {
 	switch {
 	case b.stage < 2 && moves:
 		b.stage, b.lo, b.hi = 2, 0, b.k
+		b.fast = b.fast[:0]
+		for _, c := range b.cand[:b.k] {
+			if b.cost[c] < slowReplay {
+				b.fast = append(b.fast, c)
+			}
+		}
+		if len(b.fast) > 0 && len(b.fast) < b.k {
+			b.stage = 3
+			return false, -1
+		}
+	case b.stage == 3:
+		b.stage, b.lo, b.hi = 2, 0, b.k
+		if moves {
+			b.cand, b.hi = b.fast, len(b.fast)
+		}
 	case b.stage == 0:
 		b.cand, b.k, b.stage = b.before, len(b.before), 1
 		return false, -1

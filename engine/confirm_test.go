@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestJudgeAlone: a finding is reproduced alone by two answers under its
@@ -49,7 +50,7 @@ func TestBisectionStep(t *testing.T) {
 		steps := 0
 		for {
 			// The calls of cand[:k] move it when they hold the culprit.
-			moves := culprit >= 0 && slices.Contains(b.cand[:b.k], culprit)
+			moves := culprit >= 0 && slices.Contains(b.trying(), culprit)
 			done, got := b.step(moves)
 			steps++
 			if steps > 20 {
@@ -61,6 +62,46 @@ func TestBisectionStep(t *testing.T) {
 				}
 				break
 			}
+		}
+	}
+}
+
+// TestBisectionLeavesSlowFunctionsOut: once a prefix moves the finding
+// (the verdict's steps, which replay every function before it), naming the
+// culprit replays the slow functions only when the fast ones alone do not
+// move it; the culprit is named either way, and a fast one is found with
+// no slow function replayed after the verdict's steps.
+func TestBisectionLeavesSlowFunctionsOut(t *testing.T) {
+	before := []int{10, 11, 12, 13, 14, 15, 16, 17}
+	cost := map[int]time.Duration{}
+	for _, f := range before {
+		cost[f] = time.Millisecond
+	}
+	cost[11], cost[15] = 3*time.Second, slowReplay
+	for _, culprit := range before {
+		b := &bisection{before: before, cand: before, k: len(before), stage: 1, cost: cost}
+		var slowSteps, steps int
+		for {
+			tried := b.trying()
+			moves := slices.Contains(tried, culprit)
+			if steps > 0 && (slices.Contains(tried, 11) || slices.Contains(tried, 15)) {
+				slowSteps++
+			}
+			done, got := b.step(moves)
+			if steps++; steps > 20 {
+				t.Fatalf("culprit %d: no end after %d steps", culprit, steps)
+			}
+			if done {
+				if got != culprit {
+					t.Errorf("culprit %d: named %d", culprit, got)
+				}
+				break
+			}
+		}
+		if slow := culprit == 11 || culprit == 15; !slow && slowSteps > 0 {
+			t.Errorf("culprit %d: a slow function was replayed in %d steps after the verdict's", culprit, slowSteps)
+		} else if slow && slowSteps == 0 {
+			t.Errorf("culprit %d: the slow culprit was never replayed", culprit)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,9 @@ type outcome struct {
 	breaker string
 	value2  string
 	reach   reach
+	// took is how long the call took, as the worker measured it, in
+	// microseconds: what replaying it costs a bisection.
+	took uint32
 	// sandbox names what of the sandbox made the call raise, when the
 	// exception says so and the host agrees: see executor.sandboxCause.
 	sandbox string
@@ -91,16 +95,21 @@ func (x *executor) runRuns(ctx context.Context, shards []*shard, runs []sandbox.
 func (x *executor) newRunResults(shards []*shard, n int, ladder ladders) *results {
 	res := newResults()
 	res.ladder = ladder
+	res.makeRoom(shards, n)
+	return res
+}
+
+// makeRoom makes room for every probe of shards under n runs.
+func (r *results) makeRoom(shards []*shard, n int) {
 	for _, sh := range shards {
 		for _, p := range sh.Probes {
-			rungs := make([][]outcome, len(ladder[p.Ladder]))
+			rungs := make([][]outcome, len(r.ladder[p.Ladder]))
 			for i := range rungs {
 				rungs[i] = make([]outcome, n)
 			}
-			res.calls[p.Index] = rungs
+			r.calls[p.Index] = rungs
 		}
 	}
-	return res
 }
 
 // task is one interpreter: a shard under one run, its outcomes going to
@@ -495,6 +504,7 @@ func (a *shardRun) answered(call int, rec record) {
 		}
 	}
 	p := a.probeOf(call)
+	o.took = uint32(min(rec.took.Microseconds(), math.MaxUint32))
 	a.res.calls[p.Index][ri][a.run] = o
 	x.timeCall(p, rec.took)
 	if rec.Threads > 0 {

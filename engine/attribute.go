@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
@@ -40,23 +41,49 @@ type attribution struct {
 // pinned, a clock of one-second resolution agrees with itself: confirm
 // runs them under the runs' own clocks, in both of its rounds).
 //
+// Naming causes is an explanation, never the verdict: a finding whose
+// flips would take past Options.ExplainBudget (its calls up to the witness rung
+// took that long in the main runs) runs only the base and its controls,
+// which tell the process moving it from a condition, and its cause is
+// otherwise unattributed (budget).
+//
 // The plan (planAttribution) and the naming (nameCauses) are functions of
 // data; this runs the plan's interpreters between them.
-func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (pending []*probe) {
+func (s *scan) attribute(ctx context.Context, probes []*probe, main *results, ladder ladders) (pending []*probe) {
 	groups := planAttribution(probes, s.runs)
 	// Every group's runs share one pool, so no core idles at a group's end.
 	var tasks []task
 	results := make([]*results, len(groups))
+	over := map[int]time.Duration{} // finding -> its flips' cost, past the budget
+	budget := s.ex.opts.ExplainBudget
 	for i, g := range groups {
-		shards := planShards(g.probes, s.ex.shardsFor(g.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
-		for _, sh := range shards {
-			sh.upTo = map[int]int{}
-			for _, p := range sh.Probes {
-				sh.upTo[p.Index] = p.fn.Witness.Rung
+		var full, cut []*probe
+		for _, p := range g.probes {
+			if c := runCost(main, p) * time.Duration(len(g.runs)-firstFlip); budget > 0 && c > budget {
+				over[p.Index] = c
+				cut = append(cut, p)
+			} else {
+				full = append(full, p)
 			}
 		}
-		results[i] = s.ex.newRunResults(shards, len(g.runs), ladder)
-		tasks = append(tasks, s.ex.tasks(shards, g.runs, results[i])...)
+		results[i] = s.ex.newRunResults(nil, 0, ladder)
+		for _, part := range []struct {
+			probes []*probe
+			runs   []sandbox.RunConditions
+		}{{full, g.runs}, {cut, g.runs[:firstFlip]}} {
+			if len(part.probes) == 0 {
+				continue
+			}
+			shards := planShards(part.probes, s.ex.shardsFor(part.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
+			for _, sh := range shards {
+				sh.upTo = map[int]int{}
+				for _, p := range sh.Probes {
+					sh.upTo[p.Index] = p.fn.Witness.Rung
+				}
+			}
+			results[i].makeRoom(shards, len(g.runs))
+			tasks = append(tasks, s.ex.tasks(shards, part.runs, results[i])...)
+		}
 	}
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
@@ -72,7 +99,22 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 			res.importAnswers(p)
 			f := p.fn
 			outs := res.calls[p.Index][f.Witness.Rung]
-			causes, note := nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
+			var causes []string
+			var note string
+			if c, cut := over[p.Index]; cut {
+				causes, note = nameCauses(g.runs[:firstFlip], outs[:firstFlip], firstOf(res.shardError[p.Index]))
+				if canonical(outs[0]) {
+					// Whatever the base runs named, the flips were not
+					// made: the report says so.
+					note = fmt.Sprintf("its conditions were not flipped one by one (budget): its calls up to the witness rung take about %s a run, so that would take about %s, past the %s one finding's causes may take",
+						(c / time.Duration(len(g.runs)-firstFlip)).Round(time.Millisecond), c.Round(time.Second), budget)
+					if causes[0] == "process" {
+						note = "the base conditions alone moved it; " + note
+					}
+				}
+			} else {
+				causes, note = nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
+			}
 			causes, note = clockCause(f.Smells, causes, note)
 			if note != "" {
 				f.CauseNote = note
@@ -86,6 +128,21 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, ladder ladders) (
 		}
 	}
 	return pending
+}
+
+// runCost is what one run of a finding's calls up to its witness rung
+// took in the slower of its witness's two main runs.
+func runCost(main *results, p *probe) time.Duration {
+	w := p.fn.Witness
+	var cost [2]time.Duration
+	for rung := 0; rung <= w.Rung && rung < len(main.calls[p.Index]); rung++ {
+		for i, a := range w.Answers[:2] {
+			if run := a.Run; run >= 0 && run < len(main.calls[p.Index][rung]) {
+				cost[i] += time.Duration(main.calls[p.Index][rung][run].took) * time.Microsecond
+			}
+		}
+	}
+	return max(cost[0], cost[1])
 }
 
 // agreeAlone says whether a finding's runs alone failed to reproduce it:

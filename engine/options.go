@@ -50,6 +50,14 @@ type Options struct {
 	// cost a minute and a quarter; on the corpus and the standard library
 	// the budget never fires (docs/benchmark.md).
 	FunctionBudget time.Duration
+	// ExplainBudget bounds the interpreter time naming one finding's
+	// causes may take: a finding whose calls up to its witness rung would
+	// take longer over the runs that flip one condition each is run only
+	// under its base conditions, and its cause, unless the process moved
+	// it, is unattributed (budget). It never changes a verdict. Negative:
+	// no budget. The default, 10 s: on the standard library it cuts
+	// attribution's two slowest findings (docs/benchmark.md).
+	ExplainBudget time.Duration
 	// Limits bound each interpreter.
 	Limits sandbox.Limits
 	// CacheDir holds generated locales between scans.
@@ -107,9 +115,9 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Python: "python3", Runs: 3, SmellRuns: 3, Jobs: 1, CallTimeout: 5 * time.Second, IdleTimeout: 2 * time.Second,
-		FunctionBudget: 5 * time.Second,
-		Limits:         sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
-		Version:        "dev",
+		FunctionBudget: 5 * time.Second, ExplainBudget: 10 * time.Second,
+		Limits:  sandbox.Limits{MemoryBytes: 2 << 30, Pids: 256, TmpfsBytes: sandbox.DefaultTmpfsBytes},
+		Version: "dev",
 	}
 }
 
@@ -142,6 +150,9 @@ func (o *Options) defaults() {
 	}
 	if o.FunctionBudget == 0 {
 		o.FunctionBudget = d.FunctionBudget
+	}
+	if o.ExplainBudget == 0 {
+		o.ExplainBudget = d.ExplainBudget
 	}
 	if o.Python == "" {
 		o.Python = d.Python

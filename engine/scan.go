@@ -83,7 +83,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 		// Attribution's runs confirm the findings alone in their module's
 		// child there; confirm runs the rest alone and bisects.
 		endAttribution := s.ex.phase("attributing")
-		pending := s.attribute(ctx, probes, disc.ladder)
+		pending := s.attribute(ctx, probes, results, disc.ladder)
 		endAttribution()
 		if len(pending) > 0 && ctx.Err() == nil {
 			endConfirm := s.ex.phase("confirming")

@@ -494,3 +494,31 @@ func TestHangsArePaidOnce(t *testing.T) {
 		t.Errorf("fine: %s %+v", f.Verdict, f.Rungs)
 	}
 }
+
+// TestExplainBudgetNeverChangesAVerdict: a finding whose flips would take
+// past the explain budget is run only under its base conditions: still
+// nondeterministic, its cause unattributed, and the report says the
+// budget kept its conditions from being flipped; without a budget the
+// same finding is caused by the zone.
+func TestExplainBudgetNeverChangesAVerdict(t *testing.T) {
+	testenv.Integration(t)
+	for _, tc := range []struct {
+		budget time.Duration
+		causes []string
+		note   string
+	}{
+		{time.Millisecond, []string{"unattributed"}, "not flipped one by one (budget)"},
+		{-1, []string{"timezone"}, ""},
+	} {
+		rep := scan(t, func(o *engine.Options) {
+			o.Runs, o.Jobs, o.SmellRuns, o.Seed, o.ExplainBudget = 3, 2, -1, 5, tc.budget
+		}, "testdata/explain")
+		f := fn(t, rep, "zone.py::zone")
+		if f.Verdict != engine.VerdictNondeterministic || !slices.Equal(f.Causes, tc.causes) {
+			t.Errorf("budget %s: want a finding caused by %v, got %s %v: %s", tc.budget, tc.causes, f.Verdict, f.Causes, f.Reason)
+		}
+		if !strings.Contains(f.CauseNote, tc.note) || tc.note == "" && f.CauseNote != "" {
+			t.Errorf("budget %s: cause note %q, want %q", tc.budget, f.CauseNote, tc.note)
+		}
+	}
+}

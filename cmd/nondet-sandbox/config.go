@@ -86,6 +86,13 @@ var configKeys = []configKey{
 		}
 		return float64(d)
 	}},
+	{name: "explain-budget", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {
+		d, _ := fs.GetDuration("explain-budget")
+		if d <= 0 {
+			return math.Inf(1) // none
+		}
+		return float64(d)
+	}},
 	{name: "memory", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { return float64(*fs.Lookup("memory").Value.(*size).p) }},
 	{name: "pids", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 { n, _ := fs.GetInt64("pids"); return float64(n) }},
 	{name: "cpus", trust: tightens, strictness: func(fs *pflag.FlagSet) float64 {

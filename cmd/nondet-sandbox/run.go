@@ -57,6 +57,7 @@ type runOptions struct {
 	packages                                   []string
 	allPkgs                                    bool
 	noCache                                    bool
+	explain                                    time.Duration
 	cacheDir                                   string
 	shard                                      string
 }
@@ -101,6 +102,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.forceExclude, "force-exclude", false, "apply the excludes (--exclude, the default excluded folders, .gitignore) to files named on the command line too, as a pre-commit hook names them")
 	fs.StringArrayVar(&o.exclude, "exclude", nil, "skip the files and folders under a directory target that match this `GLOB` (tests, **/_vendor/**; repeatable)")
 	fs.StringArrayVar(&o.packages, "package", nil, "scan an installed distribution, by its `NAME` or the name it is imported by, in the environment of --python (repeatable); ids are relative to its site-packages")
+	fs.DurationVar(&o.explain, "explain-budget", engine.DefaultOptions().ExplainBudget, "how long naming one finding's causes may take, in interpreter time, before only its base runs are made and its cause is unattributed (budget); never changes a verdict (0 for none)")
 	fs.BoolVar(&o.noCache, "no-cache", os.Getenv(noCacheVar) != "", "neither read nor write the verdict cache: judge every module afresh (for a release audit: the cache does not see the data files a module reads; also "+noCacheVar+"=1)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep the verdict cache in this `DIR` (default .nondet-sandbox-cache in the project's root, or the user's cache folder for --package and --all-packages)")
 	fs.BoolVar(&o.allPkgs, "all-packages", false, "scan every distribution installed in the environment of --python, with a census per distribution")
@@ -311,7 +313,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	eo := engine.Options{
 		VerdictCache: verdicts, CacheSecret: secret, CacheKey: opts.sandboxOptions.cacheKey(rt),
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
+		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), ExplainBudget: opts.explainBudget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),
@@ -906,4 +908,12 @@ func terminalProgress(w io.Writer) (func(engine.Progress), func()) {
 		}
 		_ = bar.Set(p.Done)
 	}, func() { _ = bar.Finish() }
+}
+
+// explainBudget is --explain-budget as the engine takes it: 0 is none.
+func (o *runOptions) explainBudget() time.Duration {
+	if o.explain == 0 {
+		return -1
+	}
+	return o.explain
 }

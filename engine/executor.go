@@ -28,18 +28,21 @@ import (
 // worker appear inside a container, the pool that runs (shard, run)
 // tasks, and the counters those jobs leave. It knows nothing of verdicts.
 type executor struct {
-	opts      Options
-	id        string // names every resource of this scan, after scanlock.Prefix
-	scratch   string // host directory for the worker, plans and job scratch
-	python    string // the interpreter, as an absolute path
-	binds     []sandbox.Bind
-	codeDir   string // where probes find the modules' bytecode (keepCode), or ""
-	codeKept  bool   // discovery kept some module's bytecode
-	loc       locales
-	locpath   string // host directory of generated locales, or ""
-	faketime  string // libfaketime, or ""
-	masks     []sandbox.Mask
-	session   sandbox.Session
+	opts     Options
+	id       string // names every resource of this scan, after scanlock.Prefix
+	scratch  string // host directory for the worker, plans and job scratch
+	python   string // the interpreter, as an absolute path
+	binds    []sandbox.Bind
+	codeDir  string // where probes find the modules' bytecode (keepCode), or ""
+	codeKept bool   // discovery kept some module's bytecode
+	loc      locales
+	locpath  string // host directory of generated locales, or ""
+	faketime string // libfaketime, or ""
+	masks    []sandbox.Mask
+	session  sandbox.Session
+	// running holds a token per interpreter at work, on a runtime that
+	// starts interpreters ahead of their turn; nil elsewhere.
+	running   chan struct{}
 	processes atomic.Int64
 	jobSeq    atomic.Int64
 	// tasksDone and tasksPlanned count the phase's (shard, run) pairs for
@@ -168,6 +171,9 @@ func openExecutor(ctx context.Context, opts Options, files []sourceFile) (_ *exe
 			}
 		})
 	})
+	if opts.Runtime.Capabilities().StartsAhead {
+		x.running = make(chan struct{}, opts.Jobs)
+	}
 	x.loc = ensureLocales(ctx, opts.CacheDir)
 	x.locpath = x.loc.dir
 	x.layout(files, interp, opts.Runtime.Isolated())

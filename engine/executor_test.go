@@ -50,3 +50,43 @@ func TestSlowestFunctions(t *testing.T) {
 		t.Errorf("the next phase starts with %v", rest)
 	}
 }
+
+// TestAdmission: on a runtime that starts interpreters ahead, a job runs
+// only while it holds one of the scan's places; it gives its place back
+// when it ends, and one that ends while it waits never takes one.
+func TestAdmission(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	newAdm := func(admitted *int) *admission {
+		return &admission{slots: slots, done: make(chan struct{}), admitted: func() { *admitted++ }}
+	}
+	var n1, n2, n3 int
+	first, second, third := newAdm(&n1), newAdm(&n2), newAdm(&n3)
+	if err := first.admit(t.Context()); err != nil || n1 != 1 {
+		t.Fatalf("first admit = %v, admitted %d times; want nil, once", err, n1)
+	}
+	waited := make(chan error)
+	go func() { waited <- second.admit(t.Context()) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("second admitted (%v) while the only place was held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	first.end()
+	if err := <-waited; err != nil || n2 != 1 {
+		t.Fatalf("second admit after the first ended = %v, admitted %d; want nil, once", err, n2)
+	}
+	// third waits, then ends before a place frees: it never takes one.
+	go func() { waited <- third.admit(t.Context()) }()
+	third.end()
+	if err := <-waited; err == nil || n3 != 0 {
+		t.Fatalf("an ended job's admit = %v, admitted %d; want an error, never", err, n3)
+	}
+	second.end()
+	second.end() // safe twice
+	if len(slots) != 0 {
+		t.Fatalf("%d places still held after every job ended", len(slots))
+	}
+	if err := third.admit(t.Context()); err == nil || len(slots) != 0 {
+		t.Fatalf("admit after end = %v with %d places held; want an error and none", err, len(slots))
+	}
+}

@@ -110,6 +110,54 @@ func (w *watchdog) hasFired() bool {
 	return w.fired
 }
 
+// admission is one job's place among the interpreters that run at once,
+// on a runtime that starts them ahead (sandbox.Capabilities.StartsAhead):
+// the runtime asks for it when its interpreter is started and waits for
+// its input; the job gives it back when the interpreter has ended.
+type admission struct {
+	slots    chan struct{} // one token per interpreter running
+	done     chan struct{} // closed when the job has ended
+	admitted func()        // called once the job holds its place
+
+	mu         sync.Mutex
+	held, over bool
+}
+
+func (a *admission) admit(ctx context.Context) error {
+	select {
+	case a.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.done:
+		return errJobEnded
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.over {
+		<-a.slots // the job ended while it waited: its place is not taken
+		return errJobEnded
+	}
+	a.held = true
+	a.admitted()
+	return nil
+}
+
+// end gives the place back, and refuses it to an admit still waiting.
+func (a *admission) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.over {
+		return
+	}
+	a.over = true
+	close(a.done)
+	if a.held {
+		<-a.slots
+	}
+}
+
+var errJobEnded = errors.New("the job ended before it had room to run")
+
 // hostFolders are the scan's folders that its probes use on the host:
 // the temporary folder (TMPDIR: the same in every run, $TMPDIR in
 // answers), which the host's guard lets them write, and the worker's own
@@ -180,8 +228,18 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 		wds[0].cancel = cancel
 		wd = wds[0]
 	}
-	if limit > 0 {
-		wd.arm(limit)
+	arm := func() {
+		if limit > 0 {
+			wd.arm(limit)
+		}
+	}
+	var adm *admission
+	if x.running != nil {
+		// The interpreter may start now and wait for room to run; its
+		// limits start when it has room.
+		adm = &admission{slots: x.running, done: make(chan struct{}), admitted: arm}
+	} else {
+		arm()
 	}
 	defer wd.disarm()
 
@@ -226,6 +284,9 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 		Private:  x.private(),
 		Limits:   x.opts.Limits,
 	}
+	if adm != nil {
+		job.Admit = adm.admit
+	}
 	rc.Apply(job, sandbox.Applying{Faketime: x.faketime})
 	readDone := make(chan struct{})
 	go func() {
@@ -234,6 +295,9 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 	}()
 	x.processes.Add(1)
 	exit, err := x.session.Run(jobCtx, job)
+	if adm != nil {
+		adm.end()
+	}
 	w.Close()
 	// The interpreter is gone; whatever it (or a leftover child holding the
 	// pipe) wrote is drained, but a child the runtime could not kill must

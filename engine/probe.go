@@ -131,6 +131,16 @@ func (x *executor) tasks(shards []*shard, runs []sandbox.RunConditions, res *res
 	return out
 }
 
+// inFlight is how many interpreters may be under way at once: Jobs, and
+// as many more starting on a runtime that starts them ahead (each waits
+// for one of the Jobs places before it runs).
+func (x *executor) inFlight() int {
+	if x.running != nil {
+		return 2 * x.opts.Jobs
+	}
+	return x.opts.Jobs
+}
+
 // runPool runs tasks, up to Jobs at once.
 func (x *executor) runPool(ctx context.Context, tasks []task) {
 	planned := x.tasksPlanned.Add(int64(len(tasks)))
@@ -138,7 +148,7 @@ func (x *executor) runPool(ctx context.Context, tasks []task) {
 		x.opts.Progress(Progress{Phase: x.phaseName(), Done: int(x.tasksDone.Load()), Planned: int(planned)})
 	}
 	var g errgroup.Group
-	g.SetLimit(x.opts.Jobs)
+	g.SetLimit(x.inFlight())
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			break

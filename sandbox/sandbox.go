@@ -82,6 +82,12 @@ type Capabilities struct {
 	// from the machine besides the static gate, in words for its warning
 	// ("" for nothing).
 	Guard string
+	// StartsAhead: starting a probe is slow and is mostly the runtime's
+	// waiting, not the scan's CPU (a Docker container). The engine starts
+	// up to Jobs more while Jobs run; the runtime calls Job.Admit once the
+	// interpreter is started and waits for its input, and passes the input
+	// on only when Admit has returned nil.
+	StartsAhead bool
 }
 
 // Ending gives a session its End: end runs once, however often End is
@@ -173,6 +179,10 @@ type Job struct {
 	Private []string
 	Cond    Conditions
 	Limits  Limits
+	// Admit, set only for a runtime that StartsAhead, returns when the
+	// scan has room for one more running interpreter, or with an error
+	// when the job is no longer wanted (then no input flows).
+	Admit func(context.Context) error
 }
 
 // HomeDir is the job's HOME inside the sandbox: the run's, else

@@ -224,7 +224,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s run: %w", r.binary, err)
 	}
-	ch.Serve(job)
+	ch.Serve(ctx, job)
 	done := make(chan struct{})
 	go func() {
 		select {

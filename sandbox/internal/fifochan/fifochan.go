@@ -9,6 +9,7 @@
 package fifochan
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -66,7 +67,8 @@ func (c *Chan) Args() []string {
 // Serve relays the job's records and marks and feeds it its input, once
 // the container's shell has opened all three: each open blocks until the
 // shell opens the other end. Call Finish when the container has ended.
-func (c *Chan) Serve(job *sandbox.Job) {
+// A job with Admit gets its input only once Admit has returned nil.
+func (c *Chan) Serve(ctx context.Context, job *sandbox.Job) {
 	c.relayed, c.marked = make(chan struct{}), make(chan struct{})
 	opened, marksOpened := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -98,6 +100,9 @@ func (c *Chan) Serve(job *sandbox.Job) {
 			return
 		}
 		defer f.Close()
+		if job.Admit != nil && job.Admit(ctx) != nil {
+			return
+		}
 		if job.Input != nil {
 			_, _ = io.Copy(f, job.Input)
 		}

@@ -198,7 +198,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 				// it can have moved what came after.
 				b.order = b.order[:0]
 				continue
-			case notRun, skipped:
+			case notRun, skipped, overBudget:
 				continue
 			}
 			b.order = append(b.order, [2]int{idx, c[1]})

@@ -166,6 +166,12 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 			c.TimedOut++
 		case has[crashed]:
 			c.Crashed++
+		case has[overBudget]:
+			c.Budget++
+		case has[skipped]:
+			c.Skipped++
+		default:
+			c.Uncalled++
 		}
 	}
 	f.Rungs = c
@@ -205,7 +211,7 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 			parts = append(parts, fmt.Sprintf("%d contained", contained))
 		}
 		if uncalled := n - c.Answered - c.Raised - c.Excluded - contained; uncalled > 0 {
-			parts = append(parts, fmt.Sprintf("%d never called (skipped in every run)", uncalled))
+			parts = append(parts, fmt.Sprintf("%d never called (%s)", uncalled, strings.Join(uncalledParts(c), ", ")))
 		}
 		f.Reason = strings.Join(parts, "; ")
 	case c.Raised == n:
@@ -238,20 +244,41 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 		case c.Crashed > 0:
 			what = "killed its interpreter"
 		}
-		f.Reason = fmt.Sprintf("every call it made %s and had to be contained; the rest of its rungs were skipped (%d of %d rungs reached)", what, contained, n)
+		f.Reason = fmt.Sprintf("every call it made %s and had to be contained; the rest of its rungs were not called (%d of %d rungs reached", what, contained, n)
+		if rest := uncalledParts(c); len(rest) > 0 {
+			f.Reason += "; " + strings.Join(rest, ", ")
+		}
+		f.Reason += ")"
 		f.Verdict = VerdictLook
-	case contained > 0:
-		f.Verdict = VerdictLook
-		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form, %d timed out, %d killed the interpreter (of %d rungs)",
-			c.Raised, c.Excluded, c.TimedOut, c.Crashed, n)
 	default:
 		f.Verdict = VerdictLook
-		f.Reason = fmt.Sprintf("no rung answered: %d raised, %d had no canonical form (of %d rungs)", c.Raised, c.Excluded, n)
+		parts := []string{fmt.Sprintf("%d raised", c.Raised), fmt.Sprintf("%d had no canonical form", c.Excluded)}
+		if contained > 0 {
+			parts = append(parts, fmt.Sprintf("%d timed out", c.TimedOut), fmt.Sprintf("%d killed the interpreter", c.Crashed))
+		}
+		parts = append(parts, uncalledParts(c)...)
+		f.Reason = fmt.Sprintf("no rung answered: %s (of %d rungs)", strings.Join(parts, ", "), n)
 		if c.Raised > 0 {
 			f.Stopped = stoppedBy(rungs)
 			f.Reason += "; raised: " + describeStops(f.Stopped)
 		}
 	}
+}
+
+// uncalledParts says why the rungs never called were not: every rung of
+// the ladder is in a reason, the ones left out too.
+func uncalledParts(c report.RungCounts) []string {
+	var parts []string
+	if c.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped by the function budget", c.Budget))
+	}
+	if c.Skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d not called after an earlier call hung or crashed", c.Skipped))
+	}
+	if c.Uncalled > 0 {
+		parts = append(parts, fmt.Sprintf("%d never called", c.Uncalled))
+	}
+	return parts
 }
 
 // stoppedBy counts, per exception type and where it was raised, the

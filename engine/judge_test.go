@@ -168,3 +168,28 @@ func TestMarkInterrupted(t *testing.T) {
 		t.Errorf("a witness: %s %q", f.Verdict, f.Reason)
 	}
 }
+
+// TestALookCountsEveryRung: a look's reason accounts for every rung the
+// ladder had, those the budget or an earlier hang left out too.
+func TestALookCountsEveryRung(t *testing.T) {
+	e := outcome{kind: raisedK, value: "E:TypeError"}
+	for _, c := range []struct {
+		rungs [][]outcome
+		says  string
+	}{
+		{[][]outcome{{e}, {{kind: timedOut}}, {{kind: overBudget}}, {{kind: overBudget}}, {{kind: skipped}}, {{}}},
+			"no rung answered: 1 raised, 0 had no canonical form, 1 timed out, 0 killed the interpreter, 2 skipped by the function budget, 1 not called after an earlier call hung or crashed, 1 never called (of 6 rungs)"},
+		{[][]outcome{{{kind: timedOut}}, {{kind: overBudget}}, {{kind: overBudget}}},
+			"every call it made timed out and had to be contained; the rest of its rungs were not called (1 of 3 rungs reached; 2 skipped by the function budget)"},
+	} {
+		f := &report.Function{}
+		judge(f, c.rungs, nil, nil)
+		if f.Verdict != VerdictLook || !strings.HasPrefix(f.Reason, c.says) {
+			t.Errorf("%s: %q, want it to start %q", f.Verdict, f.Reason, c.says)
+		}
+		r := f.Rungs
+		if sum := r.Answered + r.Raised + r.Excluded + r.TimedOut + r.Crashed + r.Budget + r.Skipped + r.Uncalled; sum != r.Total {
+			t.Errorf("%q: the counts add up to %d of %d rungs", f.Reason, sum, r.Total)
+		}
+	}
+}

@@ -21,14 +21,18 @@ import (
 type outcomeKind uint8
 
 const (
-	notRun   outcomeKind = iota
-	answered             // a canonical value
-	raisedK              // a canonical exception type
-	excluded             // a value with no canonical form
-	timedOut             // ran past the per-call limit
-	crashed              // killed its interpreter
-	skipped              // not called: the function timed out or crashed earlier in the run
+	notRun     outcomeKind = iota
+	answered               // a canonical value
+	raisedK                // a canonical exception type
+	excluded               // a value with no canonical form
+	timedOut               // ran past the per-call limit
+	crashed                // killed its interpreter
+	skipped                // not called: the function timed out or crashed earlier in the run
+	overBudget             // not called: the function's calls took its budget in the run
 )
+
+// leftOut says the call was not made: skipped or over budget.
+func (k outcomeKind) leftOut() bool { return k == skipped || k == overBudget }
 
 // outcome is one call: one function, one rung, one run.
 type outcome struct {
@@ -539,7 +543,7 @@ func (a *shardRun) notCallable(call int, why string) {
 func (a *shardRun) overBudget(call int, spent time.Duration, below int) {
 	fi, ri := a.plan.Calls[call][0], a.plan.Calls[call][1]
 	p := a.sh.Probes[fi]
-	a.res.calls[p.Index][ri][a.run] = outcome{kind: skipped}
+	a.res.calls[p.Index][ri][a.run] = outcome{kind: overBudget}
 	if a.cut == nil {
 		a.cut = map[int]bool{}
 	}

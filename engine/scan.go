@@ -111,7 +111,7 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 	for _, rungs := range results.calls {
 		for _, runs := range rungs {
 			for _, o := range runs {
-				if o.kind != notRun && o.kind != skipped {
+				if o.kind != notRun && !o.kind.leftOut() {
 					rep.Calls++
 				}
 			}
@@ -399,7 +399,7 @@ func markUncalled(probes []*probe, res *results) {
 		}
 		a, b := w.Answers[0].Run, w.Answers[1].Run
 		for ri, runs := range res.calls[p.Index] {
-			if a < len(runs) && b < len(runs) && runs[a].kind == skipped && runs[b].kind == skipped {
+			if a < len(runs) && b < len(runs) && runs[a].kind.leftOut() && runs[b].kind.leftOut() {
 				if p.uncalled == nil {
 					p.uncalled = map[int]bool{}
 				}

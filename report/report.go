@@ -280,6 +280,12 @@ type RungCounts struct {
 	Excluded int `json:"excluded"`
 	TimedOut int `json:"timed_out"`
 	Crashed  int `json:"crashed"`
+	// The rungs never called: in every run, the function's budget was
+	// spent first (Budget), an earlier call of it hung or crashed
+	// (Skipped), or the run never got to it (Uncalled).
+	Budget   int `json:"over_budget,omitempty"`
+	Skipped  int `json:"skipped,omitempty"`
+	Uncalled int `json:"uncalled,omitempty"`
 	// Reached counts the rungs whose call entered the function's own
 	// frame (it returned, or raised from inside its body) in some run; a
 	// TypeError while binding the arguments did not. Unmeasured calls (a

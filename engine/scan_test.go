@@ -522,3 +522,20 @@ func TestExplainBudgetNeverChangesAVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAddressIsNeverADifference: an address written as a template's
+// name, a percent-encoded repr or a decimal id() differs in every process
+// and is excluded, never a finding; a random 12-digit hex number that is
+// no address is one.
+func TestAnAddressIsNeverADifference(t *testing.T) {
+	testenv.Integration(t)
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.Jobs, o.SmellRuns, o.Seed = 3, 2, -1, 4 }, "testdata/addresses")
+	for _, id := range []string{"spell.py::memory_name", "spell.py::quoted_repr", "spell.py::decimal_id"} {
+		if f := fn(t, rep, id); f.Verdict == engine.VerdictNondeterministic {
+			t.Errorf("%s: an address made a finding: %s", id, f.Reason)
+		}
+	}
+	if f := fn(t, rep, "spell.py::token"); f.Verdict != engine.VerdictNondeterministic {
+		t.Errorf("token: want a finding, got %s: %s", f.Verdict, f.Reason)
+	}
+}

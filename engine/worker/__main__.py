@@ -17,6 +17,7 @@ if __name__ == "__main__":
 # lazily, with the scanned root first on sys.path). tests/test_main.py
 # checks that this list holds every module the package's modules import.
 import ast  # noqa: E402,F401
+import bisect  # noqa: E402,F401
 import copy  # noqa: E402,F401
 import datetime  # noqa: E402,F401
 import enum  # noqa: E402,F401

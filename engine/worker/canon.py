@@ -9,6 +9,7 @@ import json
 import re
 import types
 
+from .addresses import has_address, new_answer
 from .ladder import _LADDER_IDS, _callback
 
 
@@ -76,7 +77,7 @@ def _canon(x, out, path, ctx):
         # the function wrote it) has no canonical form, as a value whose
         # repr holds one: masking it would count a rung as answered when
         # nothing comparable came back.
-        if _AT_ADDRESS.search(x) or any(m in x for m in _LADDER_IDS):
+        if _AT_ADDRESS.search(x) or any(m in x for m in _LADDER_IDS) or has_address(x):
             raise NoCanon("str holding an address")
         out.append(_quote(x))
         return
@@ -125,7 +126,7 @@ def _canon(x, out, path, ctx):
         _inside(path, ident, _canon_lazy, x, t, out, path, ctx)
         return
     r = repr(x)
-    if _ADDRESS.search(r) or _ANGLE_ID.match(r):
+    if _ADDRESS.search(r) or _ANGLE_ID.match(r) or has_address(r):
         state = _state(x, t)
         if state is None:
             raise NoCanon(_typename(t))
@@ -290,7 +291,7 @@ def _plain_strings(x):
         if type(e) is not str:
             return False
     joined = "\x00".join(x)
-    return not _AT_ADDRESS.search(joined) and not any(m in joined for m in _LADDER_IDS)
+    return not _AT_ADDRESS.search(joined) and not any(m in joined for m in _LADDER_IDS) and not has_address(joined)
 
 
 def shorten(text):
@@ -304,6 +305,7 @@ def answer(value):
     """Returns (canonical, order_free) for a returned value; order_free is
     set only when the value holds a set, so "order only" can be told."""
     memo = {}
+    new_answer()
     text, had_set = canon_text(value, memo=memo)
     free = None
     if had_set:

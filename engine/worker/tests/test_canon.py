@@ -37,6 +37,31 @@ class Canonical(unittest.TestCase):
                 canon.canon_text(text)
         self.assertEqual(canon.canon_text("at 0x12 is not an address")[0], '"at 0x12 is not an address"')
 
+    def test_an_address_is_known_by_its_value_in_any_spelling(self):
+        # A live object's id() lies in this process's mappings however it
+        # is written; the string that carries it has no canonical form.
+        obj = object()
+        for text in ("memory:%x" % id(obj), "memory:%X" % id(obj), "<T %d>" % id(obj), "id=%d" % id(obj),
+                     "%%3CT%%20at%%200x%x%%3E" % id(obj), "0x%x" % id(obj), ["ok", "memory:%x" % id(obj)]):
+            with self.assertRaises(canon.NoCanon, msg=text):
+                canon.canon_text(text)
+
+        class Template:
+            def __repr__(self):
+                return "<Template memory:%x>" % id(self)
+
+        # A repr with an address in it: the instance is its attributes.
+        t = Template()
+        t.name = "x"
+        self.assertIn("Template{name=\"x\"}", v(t))
+
+    def test_numbers_that_are_not_addresses_stay(self):
+        # Above user space (2**47), or too short, or part of a digest: never
+        # an address, whatever the process maps.
+        for text in ("token %012x" % 0xfe12a4b7c9d3, "deadbeef", "commit 7f3a9c1", "sha1 " + "7f3a" * 10,
+                     "n=123456789012345678", "1.234567890123", "in 2026 at 12:00"):
+            self.assertEqual(canon.canon_text(text)[0], '"%s"' % text, text)
+
     def test_address_has_no_canonical_form(self):
         with self.assertRaises(canon.NoCanon):
             canon.answer(object())

@@ -60,6 +60,9 @@ type discoveredFunction struct {
 	// requires; Skip why the class's methods are not probed.
 	Receiver *receiverSig `json:"receiver,omitempty"`
 	Skip     string       `json:"skip,omitempty"`
+	// TestCase: the method's class is a test case (a *TestCase
+	// subclass, or a Test* class of a test file).
+	TestCase bool `json:"test_case,omitempty"`
 	// Doctests are the arguments of the calls in its docstring's
 	// examples, as literal source: its first rungs.
 	Doctests [][]string `json:"doctests,omitempty"`

@@ -444,13 +444,15 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 				continue
 			}
 			out := rep.AddFunction(f.Rel+"::"+fn.Name, fn.Line)
-			out.Kind = fn.Kind
+			out.Kind, out.TestCase = fn.Kind, fn.TestCase
 			out.Suppressed = ignored.of(fn.Line, fn.Lines, out.ID)
 			why := signatureProblem(fn)
 			switch {
 			case why != "":
 			case fn.Skip != "":
 				why = fn.Skip
+			case fn.TestCase:
+				why = testCaseSkip
 			case shadow != "":
 				why = "gate: Python would import " + shadow + ", not the source the gate read; use a container runtime, or --unsafe"
 			case enforce && modRefusal != nil:
@@ -486,6 +488,9 @@ func private(name string) bool {
 }
 
 // signatureProblem says why the ladder cannot call a function, or "".
+// testCaseSkip is why a test case's methods are not probed.
+const testCaseSkip = "a test case: its runner gives it setUp and tearDown, which a call on a bare instance would not have"
+
 func signatureProblem(fn discoveredFunction) string {
 	switch {
 	case fn.Async:

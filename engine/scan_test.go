@@ -539,3 +539,24 @@ func TestAnAddressIsNeverADifference(t *testing.T) {
 		t.Errorf("token: want a finding, got %s: %s", f.Verdict, f.Reason)
 	}
 }
+
+// TestTestCasesAreNotTheLibrary: a test case's methods are listed, not
+// probed, with the reason, and counted; a library class named Test* and a
+// test file's helper class are probed.
+func TestTestCasesAreNotTheLibrary(t *testing.T) {
+	testenv.Integration(t)
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.Jobs, o.SmellRuns, o.Seed = 2, 2, -1, 4 }, "testdata/testcases")
+	for _, id := range []string{"tests/test_state.py::Base.setUp", "tests/test_state.py::TestOrder.test_first", "tests/test_state.py::TestPlain.test_count"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictNotProbed || !f.TestCase || !strings.Contains(f.Reason, "a test case") {
+			t.Errorf("%s: %s (test case %v): %s", id, f.Verdict, f.TestCase, f.Reason)
+		}
+	}
+	for _, id := range []string{"tests/test_state.py::Helper.size", "lib.py::TestResult.ok"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictDeterministic || f.TestCase {
+			t.Errorf("%s: want it probed, got %s: %s", id, f.Verdict, f.Reason)
+		}
+	}
+	if rep.Census.TestCases != 3 {
+		t.Errorf("census counts %d test-case methods, want 3", rep.Census.TestCases)
+	}
+}

@@ -141,10 +141,12 @@ type Function struct {
 	Line int    `json:"line"`
 	// Kind is set for a class's method (FILE.py::Class.name): method,
 	// classmethod, staticmethod or property.
-	Kind    string   `json:"kind,omitempty"`
-	Verdict string   `json:"verdict"`
-	Reason  string   `json:"reason,omitempty"`
-	Causes  []string `json:"causes"`
+	Kind string `json:"kind,omitempty"`
+	// TestCase: the method's class is a test case, and so not probed.
+	TestCase bool     `json:"test_case,omitempty"`
+	Verdict  string   `json:"verdict"`
+	Reason   string   `json:"reason,omitempty"`
+	Causes   []string `json:"causes"`
 	// CauseNote says in words why the causes are what they are, when
 	// that is not one named condition (unattributed).
 	CauseNote string   `json:"cause_note,omitempty"`
@@ -334,6 +336,9 @@ type Census struct {
 	// the baseline already had: both are among Nondeterministic.
 	Suppressed int `json:"suppressed,omitempty"`
 	InBaseline int `json:"in_baseline,omitempty"`
+	// TestCases counts the methods of test cases, listed and not probed:
+	// their runner, not a caller, sets them up.
+	TestCases int `json:"test_cases,omitempty"`
 }
 
 // Event is something a call did that the engine had to contain.
@@ -380,6 +385,9 @@ func (c *Census) count(f *Function) {
 	method := f.Kind != ""
 	if method {
 		c.Methods++
+	}
+	if f.TestCase {
+		c.TestCases++
 	}
 	if f.Verdict != VerdictNotProbed && f.Verdict != "" {
 		c.Probed++

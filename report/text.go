@@ -258,6 +258,9 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 		p.f(" (%s, %s)", count(len(r.Functions)-c.Methods, "function"), count(c.Methods, "method"))
 	}
 	p.f("\n")
+	if c.TestCases > 0 {
+		p.f("test cases: %s not probed (their runner sets them up)\n", count(c.TestCases, "method"))
+	}
 	switch {
 	case c.Probed > 0 && c.MethodsProbed > 0:
 		p.f("reach: %d of %d probed functions and %d of %d probed methods had a call enter their body (a clean report speaks for those)\n",

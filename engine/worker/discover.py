@@ -10,6 +10,7 @@ from .bytecode import bytecode
 from .canon import display
 from .channel import Channel, _encode
 from .ladder import MAX_ARITY, _last_name, annotation_kind, doctest_key, ladder_key, name_kind, rungs_of
+from .testcases import test_classes
 
 
 def discover(req):
@@ -84,10 +85,15 @@ def describe_module(path, rel, code=False):
     for f in funcs:
         f["ladder"] = ladder_key(f["required"], f["kinds"]) + doctest_key(f.get("doctests"))
     seen = set()
+    tests = test_classes(rel, classes)
     for c in classes:
         if c.name not in seen and c.name not in by_name:  # the first definition is what a version switch lists
             seen.add(c.name)
-            funcs.extend(_describe_class(c, aliases, names))
+            methods = _describe_class(c, aliases, names)
+            if c.name in tests:
+                for m in methods:
+                    m["test_case"] = True
+            funcs.extend(methods)
     funcs.sort(key=lambda f: f["line"])
     rec["functions"] = funcs
     rec["module_facts"] = _facts(top_level, aliases, names)

@@ -208,3 +208,21 @@ class Facts(unittest.TestCase):
     def test_set_iteration(self):
         f = self.facts("def f(x):\n    for e in set(x):\n        pass\n    return list({1, 2})\n")
         self.assertEqual(f["facts"]["set_iters"], [2, 4])
+
+
+class TestCases(unittest.TestCase):
+    def test_which_classes_are_test_cases(self):
+        import ast
+        from ..testcases import is_test_file, test_classes
+        src = ("import unittest\n"
+               "class A(unittest.TestCase): pass\n"
+               "class B(A): pass\n"
+               "class C(django.test.SimpleTestCase): pass\n"
+               "class TestD: pass\n"
+               "class E: pass\n")
+        classes = [n for n in ast.parse(src).body if isinstance(n, ast.ClassDef)]
+        self.assertEqual(test_classes("pkg/mod.py", classes), {"A", "B", "C"})
+        self.assertEqual(test_classes("pkg/tests/helpers.py", classes), {"A", "B", "C", "TestD"})
+        for rel, want in (("test_x.py", True), ("pkg/x_test.py", True), ("tests.py", True), ("pkg/test/util.py", True),
+                          ("pkg/testing.py", False), ("pkg/testing/util.py", False), ("pkg/contest.py", False)):
+            self.assertEqual(is_test_file(rel), want, rel)

@@ -137,6 +137,7 @@ KIND_VALUES = {
     "time": lambda v: type(v) is _dt.time,
     "path": lambda v: False,
     "stream": lambda v: isinstance(v, (io.BytesIO, io.StringIO)),
+    "data": lambda v: type(v) is bytes,
     "callable": lambda v: v is _callback,
 }
 # Annotation names (the last dotted part, any subscript dropped) and the
@@ -161,8 +162,9 @@ ANNOTATION_KINDS = {
 # a codec helper, an AST walker, a class decorator never reach their body
 # with the plain values of the ladder. They come before the whole ladder,
 # so such a parameter has as many rungs more. Only names that mean one
-# thing in most code ask: `key`, `data`, `b` or `file` (a path as often
-# as a stream) never do.
+# thing in most code ask: `key` or `b` never do; `file` and `data` ask for
+# a stream and bytes first, and the ladder's paths and strings still
+# follow.
 TYPED_VALUES = {
     "version": ["1.2.3", "2.0.0-rc.1", "0.9"],
     "url": ["https://example.org/a/b?q=1#top", "http://localhost:8080/", "example.org/path"],
@@ -198,7 +200,8 @@ _NAMES = {
     "datestr": "isodate", "datestring": "isodate", "timestr": "isodate", "iso": "isodate", "isoformat": "isodate",
     "when": "isodate", "since": "isodate", "until": "isodate", "timestamp": "isodate",
     "date_string": "isodate", "date_str": "isodate", "time_string": "isodate",
-    "json": "json", "payload": "json",
+    "json": "json",
+    "data": "data", "buf": "data", "buffer": "data", "payload": "data", "raw": "data",
     "path": "path", "filename": "path", "filepath": "path", "fname": "path", "pathname": "path",
     "dirname": "path", "directory": "path", "dir": "path", "folder": "path",
     "encoding": "encoding", "charset": "encoding", "codec": "encoding",
@@ -211,6 +214,7 @@ _NAMES = {
     "module": "module", "mod": "module", "modname": "modname", "module_name": "modname", "mod_name": "modname",
     "timetuple": "timetuple", "tt": "timetuple", "time_tuple": "timetuple",
     "f": "stream", "fp": "stream", "fh": "stream", "fileobj": "stream", "fobj": "stream", "stream": "stream",
+    "file": "stream", "infile": "stream", "outfile": "stream",
     "readline": "readline",
     "func": "callable", "function": "callable", "fn": "callable", "callback": "callable", "cb": "callable",
     "predicate": "callable", "pred": "callable",
@@ -317,7 +321,11 @@ TYPED_VALUES.update({
     "object": [_built(_with_source), _built(_point), _built(_module)],
     "node": [_built(lambda i=i: _trees()[i]) for i in range(3)],
     "readline": [_built(lambda: _Readline([b"x = 1\n", b"y = 2\n"])), _built(lambda: _Readline(["x = 1\n", "y = 2\n"]))],
-    "stream": [_built(lambda: _BytesStream(bytes(8)))],
+    # Built anew per call: zero bytes (a binary reader's lengths and
+    # counts, which lines of text would make huge) and a few lines of text
+    # (a parser's, a line counter's); the ladder's own streams follow.
+    "stream": [_built(lambda: _BytesStream(bytes(8))), _built(lambda: _TextStream("alpha\nbeta\ngamma\n"))],
+    "data": [b"alpha\nbeta\ngamma\n", b"\x00\x01\x7f\x80\xff"],
 })
 
 

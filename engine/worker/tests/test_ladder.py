@@ -89,8 +89,18 @@ class NamedKinds(unittest.TestCase):
         self.assertEqual(ladder.name_kind("cls", "str"), "str")  # not a string kind: the annotation wins
         self.assertEqual(ladder.name_kind("fp"), "stream")
         self.assertEqual(ladder.name_kind("max_width"), "int")
-        for never in ("key", "data", "b", "value", "file"):
+        for never in ("key", "b", "value"):
             self.assertEqual(ladder.name_kind(never), "", never)
+        # A stream and bytes first, the ladder's paths and strings after.
+        self.assertEqual(ladder.name_kind("file"), "stream")
+        self.assertEqual(ladder.name_kind("data"), "data")
+        self.assertEqual(ladder.name_kind("data", "str"), "str")
+        r = ladder.rungs(1, ["data"])
+        self.assertEqual([type(a) for a, in r[:3]], [bytes, bytes, bytes])
+        self.assertIn(("docs/readme.txt",), r)
+        first, second = ladder.rungs(1, ["stream"])[:2]
+        fresh = [ladder.BUILT[id(v)][1]() for v in (first[0], second[0])]  # as a call gets them
+        self.assertEqual([v.read() for v in fresh], [bytes(8), "alpha\nbeta\ngamma\n"])
         r = ladder.rungs(2, ["str", "int"])
         self.assertEqual(len(r), len(ladder.LADDER) + len(ladder.MIXED[2]))  # scalars only reorder
         self.assertEqual(r[0], ("", 0))

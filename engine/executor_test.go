@@ -56,13 +56,14 @@ func TestSlowestFunctions(t *testing.T) {
 // when it ends, and one that ends while it waits never takes one.
 func TestAdmission(t *testing.T) {
 	slots := make(chan struct{}, 1)
+	var waits int
 	newAdm := func(admitted *int) *admission {
-		return &admission{slots: slots, done: make(chan struct{}), admitted: func() { *admitted++ }}
+		return &admission{slots: slots, done: make(chan struct{}), waiting: func() { waits++ }, admitted: func() { *admitted++ }}
 	}
 	var n1, n2, n3 int
 	first, second, third := newAdm(&n1), newAdm(&n2), newAdm(&n3)
-	if err := first.admit(t.Context()); err != nil || n1 != 1 {
-		t.Fatalf("first admit = %v, admitted %d times; want nil, once", err, n1)
+	if err := first.admit(t.Context()); err != nil || n1 != 1 || waits != 1 {
+		t.Fatalf("first admit = %v, admitted %d times after %d waits; want nil, once, after one (its start's limit lifted)", err, n1, waits)
 	}
 	waited := make(chan error)
 	go func() { waited <- second.admit(t.Context()) }()

@@ -117,6 +117,7 @@ func (w *watchdog) hasFired() bool {
 type admission struct {
 	slots    chan struct{} // one token per interpreter running
 	done     chan struct{} // closed when the job has ended
+	waiting  func()        // called before it waits for a place
 	admitted func()        // called once the job holds its place
 
 	mu         sync.Mutex
@@ -124,6 +125,9 @@ type admission struct {
 }
 
 func (a *admission) admit(ctx context.Context) error {
+	if a.waiting != nil {
+		a.waiting()
+	}
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -233,15 +237,15 @@ func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunCondit
 			wd.arm(limit)
 		}
 	}
+	arm()
+	defer wd.disarm()
 	var adm *admission
 	if x.running != nil {
-		// The interpreter may start now and wait for room to run; its
-		// limits start when it has room.
-		adm = &admission{slots: x.running, done: make(chan struct{}), admitted: arm}
-	} else {
-		arm()
+		// The interpreter may start now and wait for room to run: the
+		// limit holds its start, not its wait, and starts again when it
+		// has room.
+		adm = &admission{slots: x.running, done: make(chan struct{}), waiting: wd.disarm, admitted: arm}
 	}
-	defer wd.disarm()
 
 	seq := x.jobSeq.Add(1)
 	id := fmt.Sprintf("%s-%s-%d", x.id, name, seq)

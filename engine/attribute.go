@@ -67,25 +67,38 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, main *results, la
 			}
 		}
 		results[i] = s.ex.newRunResults(nil, 0, ladder)
-		for _, part := range []struct {
-			probes []*probe
-			runs   []sandbox.RunConditions
-		}{{full, g.runs}, {cut, g.runs[:firstFlip]}} {
-			if len(part.probes) == 0 {
-				continue
-			}
-			shards := planShards(part.probes, s.ex.shardsFor(part.probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
-			for _, sh := range shards {
-				sh.upTo = map[int]int{}
-				for _, p := range sh.Probes {
-					sh.upTo[p.Index] = p.fn.Witness.Rung
-				}
-			}
-			results[i].makeRoom(shards, len(g.runs))
-			tasks = append(tasks, s.ex.tasks(shards, part.runs, results[i])...)
-		}
+		tasks = append(tasks, s.attributionTasks(full, g.runs, results[i])...)
+		tasks = append(tasks, s.attributionTasks(cut, g.runs[:firstFlip], results[i])...)
 	}
 	s.ex.runPool(ctx, tasks)
+	if ctx.Err() != nil {
+		return nil
+	}
+	named := make([][]namedCauses, len(groups))
+	for i, g := range groups {
+		res := results[i]
+		for _, p := range g.probes {
+			res.importAnswers(p)
+			outs := res.calls[p.Index][p.fn.Witness.Rung]
+			n := namedCauses{outs: outs}
+			if c, cut := over[p.Index]; cut {
+				n.causes, n.note = nameCauses(g.runs[:firstFlip], outs[:firstFlip], firstOf(res.shardError[p.Index]))
+				if canonical(outs[0]) {
+					// Whatever the base runs named, the flips were not
+					// made: the report says so.
+					n.note = fmt.Sprintf("its conditions were not flipped one by one (budget): its calls up to the witness rung take about %s a run, so that would take about %s, past the %s one finding's causes may take",
+						(c / time.Duration(len(g.runs)-firstFlip)).Round(time.Millisecond), c.Round(time.Second), budget)
+					if n.causes[0] == "process" {
+						n.note = "the base conditions alone moved it; " + n.note
+					}
+				}
+			} else {
+				n.causes, n.note = nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
+			}
+			named[i] = append(named[i], n)
+		}
+	}
+	s.flipAgain(ctx, groups, named, ladder)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -95,39 +108,166 @@ func (s *scan) attribute(ctx context.Context, probes []*probe, main *results, la
 		for _, p := range g.probes {
 			inModule[p.Module]++
 		}
-		for _, p := range g.probes {
-			res.importAnswers(p)
-			f := p.fn
-			outs := res.calls[p.Index][f.Witness.Rung]
-			var causes []string
-			var note string
-			if c, cut := over[p.Index]; cut {
-				causes, note = nameCauses(g.runs[:firstFlip], outs[:firstFlip], firstOf(res.shardError[p.Index]))
-				if canonical(outs[0]) {
-					// Whatever the base runs named, the flips were not
-					// made: the report says so.
-					note = fmt.Sprintf("its conditions were not flipped one by one (budget): its calls up to the witness rung take about %s a run, so that would take about %s, past the %s one finding's causes may take",
-						(c / time.Duration(len(g.runs)-firstFlip)).Round(time.Millisecond), c.Round(time.Second), budget)
-					if causes[0] == "process" {
-						note = "the base conditions alone moved it; " + note
-					}
-				}
-			} else {
-				causes, note = nameCauses(g.runs, outs, firstOf(res.shardError[p.Index]))
-			}
-			causes, note = clockCause(f.Smells, causes, note)
+		for j, p := range g.probes {
+			f, n := p.fn, named[i][j]
+			causes, note := clockCause(f.Smells, n.causes, n.note)
 			if note != "" {
 				f.CauseNote = note
 				f.Reason += "; " + note
 			}
 			f.Causes = mergeCauses(causes, f.Causes)
 			repeat := slices.Contains(breakersOf(res.calls[p.Index]), BreakerRepeat)
-			if inModule[p.Module] > 1 || !canonical(outs[0]) || agreeAlone(outs, repeat) {
+			if inModule[p.Module] > 1 || !canonical(n.outs[0]) || agreeAlone(n.outs, repeat) {
 				pending = append(pending, p)
 			}
 		}
 	}
 	return pending
+}
+
+// namedCauses is what the first round of attribution named for one
+// finding, and its witness rung's answers there.
+type namedCauses struct {
+	causes []string
+	note   string
+	outs   []outcome
+}
+
+// attributionTasks are the interpreters that call probes, each up to its
+// witness rung, under runs.
+func (s *scan) attributionTasks(probes []*probe, runs []sandbox.RunConditions, res *results) []task {
+	if len(probes) == 0 {
+		return nil
+	}
+	shards := planShards(probes, s.ex.shardsFor(probes, func(p *probe) int { return p.fn.Witness.Rung + 1 }))
+	for _, sh := range shards {
+		sh.upTo = map[int]int{}
+		for _, p := range sh.Probes {
+			sh.upTo[p.Index] = p.fn.Witness.Rung
+		}
+	}
+	res.makeRoom(shards, len(runs))
+	return s.ex.tasks(shards, runs, res)
+}
+
+// flipAgain runs once more, for the findings a flip moved, every flip
+// that moved one of its group's findings, and keeps a cause only where its
+// flip moved the answer to the same place again (the base's three runs
+// agreed already). A clock of one-second resolution ticks during
+// a flip that happens to run slower: the flip moved it once, by chance,
+// and a condition is named only when it moves the answer each time.
+func (s *scan) flipAgain(ctx context.Context, groups []*attribution, named [][]namedCauses, ladder ladders) {
+	var tasks []task
+	type again struct {
+		probes []*probe
+		slots  []int // of the group's runs, the flips run again
+		res    *results
+	}
+	agains := make([]*again, len(groups))
+	for i, g := range groups {
+		a := &again{}
+		moved := map[int]bool{}
+		for j, p := range g.probes {
+			slots := tickable(g.runs, named[i][j], p.fn.Smells)
+			if len(slots) == 0 {
+				continue
+			}
+			a.probes = append(a.probes, p)
+			for _, slot := range slots {
+				moved[slot] = true
+			}
+		}
+		if len(a.probes) == 0 {
+			continue
+		}
+		for slot := firstFlip; slot < len(g.runs); slot++ {
+			if moved[slot] {
+				a.slots = append(a.slots, slot)
+			}
+		}
+		runs := make([]sandbox.RunConditions, len(a.slots))
+		for k, slot := range a.slots {
+			runs[k] = g.runs[slot]
+		}
+		a.res = s.ex.newRunResults(nil, 0, ladder)
+		tasks = append(tasks, s.attributionTasks(a.probes, runs, a.res)...)
+		agains[i] = a
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	s.ex.runPool(ctx, tasks)
+	if ctx.Err() != nil {
+		return
+	}
+	for i, g := range groups {
+		a := agains[i]
+		if a == nil {
+			continue
+		}
+		for j, p := range g.probes {
+			if !slices.Contains(a.probes, p) {
+				continue
+			}
+			a.res.importAnswers(p)
+			outs := a.res.calls[p.Index][p.fn.Witness.Rung]
+			second := map[int]outcome{}
+			for k, slot := range a.slots {
+				second[slot] = outs[k]
+			}
+			n := &named[i][j]
+			n.causes, n.note = steadyCauses(g.runs, n, second)
+		}
+	}
+}
+
+// flipSlots are the slots of runs whose flip moved a finding's answer
+// and named a condition.
+func flipSlots(runs []sandbox.RunConditions, n namedCauses) []int {
+	var slots []int
+	for slot := firstFlip; slot < len(runs) && slot < len(n.outs); slot++ {
+		name := strings.TrimPrefix(runs[slot].Purpose, "attribute:")
+		if slices.Contains(n.causes, name) {
+			slots = append(slots, slot)
+		}
+	}
+	return slots
+}
+
+// tickable are the flips of a finding's causes that time alone could
+// have moved, the ones flipAgain runs again: where the clock may move its
+// answer (the clock's flip moved it, its body reads a clock, or the two
+// runs had one clock, so no flip ruled time out), every flip that named a
+// condition but the clock's own. Where the clock's flip left it alone,
+// time does not move it, and no flip moved it by chance.
+func tickable(runs []sandbox.RunConditions, n namedCauses, smells []gate.Smell) []int {
+	clockSlot := slices.IndexFunc(runs, func(r sandbox.RunConditions) bool { return r.Purpose == "attribute:"+string(sandbox.Clock) })
+	timed := clockSlot < 0 || slices.Contains(n.causes, string(sandbox.Clock)) ||
+		slices.ContainsFunc(smells, func(sm gate.Smell) bool { return sm.Kind == "clock" })
+	if !timed {
+		return nil
+	}
+	return slices.DeleteFunc(flipSlots(runs, n), func(slot int) bool { return slot == clockSlot })
+}
+
+// steadyCauses keeps of a finding's causes those whose flip, run again,
+// answered as it did the first time (second holds the second round's
+// answers by slot): a flip that moved the answer elsewhere, or not at
+// all, is no cause.
+func steadyCauses(runs []sandbox.RunConditions, n *namedCauses, second map[int]outcome) ([]string, string) {
+	var causes, chance []string
+	for _, slot := range flipSlots(runs, *n) {
+		name := strings.TrimPrefix(runs[slot].Purpose, "attribute:")
+		if o := second[slot]; !canonical(o) || o.value == n.outs[slot].value {
+			causes = append(causes, name) // no answer the second time: the first stands
+		} else {
+			chance = append(chance, name)
+		}
+	}
+	if len(causes) > 0 {
+		return causes, ""
+	}
+	return []string{"unattributed"}, fmt.Sprintf("a flip of %s moved it once but not again: it moves only now and then", strings.Join(chance, ", "))
 }
 
 // runCost is what one run of a finding's calls up to its witness rung

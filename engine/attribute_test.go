@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nondet-sandbox/nondet-sandbox/gate"
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
@@ -180,6 +181,63 @@ func TestAgreeAlone(t *testing.T) {
 	} {
 		if got := agreeAlone(c.outs, c.repeat); got != c.agree {
 			t.Errorf("%s: agree %v, want %v", c.name, got, c.agree)
+		}
+	}
+}
+
+// TestSteadyCauses: a flip names its condition only when, run again, it
+// moves the answer where it moved it the first time; a flip that moved it
+// once (a clock that ticked during a slow run) is chance.
+func TestSteadyCauses(t *testing.T) {
+	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
+		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:hostname"}}
+	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
+	first := []outcome{v("a"), v("a"), v("a"), v("b"), v("b"), v("c")}
+	for _, c := range []struct {
+		name   string
+		second map[int]outcome
+		causes []string
+		note   string
+	}{
+		{"both again", map[int]outcome{4: v("b"), 5: v("c")}, []string{"timezone", "hostname"}, ""},
+		{"one by chance", map[int]outcome{4: v("b"), 5: v("a")}, []string{"timezone"}, ""},
+		{"elsewhere again", map[int]outcome{4: v("b"), 5: v("d")}, []string{"timezone"}, ""},
+		{"all by chance", map[int]outcome{4: v("a"), 5: v("a")}, []string{"unattributed"}, "timezone, hostname moved it once"},
+		{"no answer again", map[int]outcome{4: {kind: timedOut}, 5: v("a")}, []string{"timezone"}, ""},
+	} {
+		n := namedCauses{causes: []string{"timezone", "hostname"}, outs: first}
+		if got := flipSlots(runs, n); !slices.Equal(got, []int{4, 5}) {
+			t.Fatalf("flip slots %v, want [4 5]", got)
+		}
+		causes, note := steadyCauses(runs, &n, c.second)
+		if !slices.Equal(causes, c.causes) || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("%s: causes %v, note %q; want %v, a note saying %q", c.name, causes, note, c.causes, c.note)
+		}
+	}
+}
+
+// TestTickable: only a finding time could move has its flips run again,
+// and never the clock's own flip.
+func TestTickable(t *testing.T) {
+	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
+		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:clock"}, {Purpose: "attribute:hostname"}}
+	clock := []gate.Smell{{Kind: "clock", Call: "time.time"}}
+	for _, c := range []struct {
+		name   string
+		runs   []sandbox.RunConditions
+		causes []string
+		smells []gate.Smell
+		want   []int
+	}{
+		{"the clock moved it too", runs, []string{"timezone", "clock", "hostname"}, nil, []int{4, 6}},
+		{"it reads a clock", runs, []string{"timezone"}, clock, []int{4}},
+		{"time left it alone", runs, []string{"timezone", "hostname"}, nil, nil},
+		{"the clock alone", runs, []string{"clock"}, clock, nil},
+		{"one clock in both runs", slices.Delete(slices.Clone(runs), 5, 6), []string{"hostname"}, nil, []int{5}},
+	} {
+		n := namedCauses{causes: c.causes, outs: make([]outcome, len(c.runs))}
+		if got := tickable(c.runs, n, c.smells); !slices.Equal(got, c.want) {
+			t.Errorf("%s: flips again %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nondet-sandbox/nondet-sandbox/gate"
@@ -23,8 +25,11 @@ type discovery struct {
 	modules map[string]*discoveredModule // by Rel
 	ladder  ladders
 	// receivers are the constructor inputs of a method ladder's rungs, by
-	// the same key: rung -> each constructor argument's display.
+	// the same key: rung -> each constructor argument's display; callees,
+	// for a receiver not built by the method's class itself, what builds
+	// it (Version.parse, a factory, a subclass), by rung.
 	receivers ladders
+	callees   map[string][]string
 }
 
 type discoveredModule struct {
@@ -71,18 +76,32 @@ type discoveredFunction struct {
 	Lines []int `json:"lines,omitempty"`
 }
 
-// receiverSig is a constructor's signature as the ladder sees it.
+// receiverSig is a constructor's signature as the ladder sees it, and
+// the other ways its package builds the class (the worker's builders.py):
+// the engine passes them on to the probes unread.
 type receiverSig struct {
-	Arity int      `json:"arity"`
-	Kinds []string `json:"kinds,omitempty"`
+	Arity  int             `json:"arity"`
+	Kinds  []string        `json:"kinds,omitempty"`
+	Builds json.RawMessage `json:"builds,omitempty"`
+}
+
+// receiverExpr is how a witness shows the instance a method was called
+// on: what built it (the class, or callee) and its arguments.
+func receiverExpr(class, callee string, args []string) string {
+	return cmp.Or(callee, class) + "(" + strings.Join(args, ", ") + ")"
 }
 
 // discover parses every file in one sandboxed interpreter. Parsing never
 // imports: nothing of the scanned code runs here.
 func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, error) {
+	// Module and Root (an index: the roots' paths stay here) let the
+	// worker build a method's receiver with a class of another module of
+	// its import root.
 	type reqFile struct {
-		Path string `json:"path"`
-		Rel  string `json:"rel"`
+		Path   string `json:"path"`
+		Rel    string `json:"rel"`
+		Module string `json:"module"`
+		Root   int    `json:"root"`
 	}
 	nonce := newScanID() + newScanID()
 	// The gate's openers and the ladder's arity travel in the request, so
@@ -91,22 +110,29 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		Nonce    string    `json:"nonce"`
 		Files    []reqFile `json:"files"`
 		Openers  []string  `json:"openers"`
+		Moving   []string  `json:"moving"`
 		MaxArity int       `json:"max_arity"`
+		// MaxReceiverArity bounds a receiver's constructor arguments.
+		MaxReceiverArity int `json:"max_receiver_arity"`
 		// On the host runtime, which has no cgroup, discovery's memory
 		// is bounded by the worker's own address-space limit.
 		ASLimit int64 `json:"address_space_limit,omitempty"`
 		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), MaxArity: maxArity, Code: !s.ex.opts.Runtime.Capabilities().FixedBinds}
+	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), Moving: gate.MovingCalls(), MaxArity: maxArity, MaxReceiverArity: maxReceiverArity, Code: !s.ex.opts.Runtime.Capabilities().FixedBinds}
 	if !s.ex.opts.Runtime.Isolated() {
 		req.ASLimit = s.ex.opts.Limits.MemoryBytes
 	}
 	importPath := map[string]string{} // by Rel: where the probes import it from
+	roots := map[string]int{}
 	for _, f := range files {
 		importPath[f.Rel] = s.ex.inside(f.Path)
-		req.Files = append(req.Files, reqFile{Path: importPath[f.Rel], Rel: f.Rel})
+		if _, ok := roots[f.Root]; !ok {
+			roots[f.Root] = len(roots)
+		}
+		req.Files = append(req.Files, reqFile{Path: importPath[f.Rel], Rel: f.Rel, Module: f.Name, Root: roots[f.Root]})
 	}
-	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}, receivers: ladders{}}
+	d := &discovery{modules: map[string]*discoveredModule{}, ladder: ladders{}, receivers: ladders{}, callees: map[string][]string{}}
 	done := false
 	var recErr error
 	handle := func(line []byte) {
@@ -122,6 +148,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 			var l struct {
 				Rungs     map[string][][]string `json:"rungs"`
 				Receivers map[string][][]string `json:"receivers"`
+				Callees   map[string][]string   `json:"callees"`
 			}
 			if err := json.Unmarshal(line, &l); err != nil {
 				recErr = err
@@ -132,6 +159,9 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 			}
 			for k, v := range l.Receivers {
 				d.receivers[k] = v
+			}
+			for k, v := range l.Callees {
+				d.callees[k] = v
 			}
 		case kindModule:
 			var m discoveredModule

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -59,6 +60,7 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 			f.Verdict, f.Reason = VerdictNotProbed, why
 			continue
 		}
+		excludeMovedReceivers(p, res.calls[p.Index])
 		judge(f, res.calls[p.Index], ladder[p.Ladder], runs.apart)
 		if p.receivers == nil {
 			continue
@@ -73,7 +75,36 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 		}
 		for _, w := range []*report.Witness{f.Witness, f.OrderSensitive} {
 			if w != nil && w.Rung < len(p.receivers) {
-				w.Receiver = p.Class + "(" + strings.Join(p.receivers[w.Rung], ", ") + ")"
+				w.Receiver = receiverExpr(p.Class, p.callee(w.Rung), p.receivers[w.Rung])
+			}
+		}
+	}
+}
+
+// excludeMovedReceivers excludes the rungs of a method whose receiver,
+// built by another callee (Arrow.fromtimestamp(0), a factory, a
+// subclass), was not the same instance in every run: one input, but what
+// answered differently is the callee, which is probed on its own, not
+// the method (Arrow.weekday is not moved by the timezone; the instance
+// fromtimestamp built in it is).
+func excludeMovedReceivers(p *probe, rungs [][]outcome) {
+	for ri, runs := range rungs {
+		first := ""
+		for _, o := range runs {
+			if o.receiver == "" {
+				continue
+			}
+			if first == "" {
+				first = o.receiver
+			} else if o.receiver != first {
+				why := fmt.Sprintf("its receiver %s was not the same instance in every run: what moved is %s's answer, not this method's",
+					receiverExpr(p.Class, p.callee(ri), p.receiverArgs(ri)), cmp.Or(p.callee(ri), p.Class))
+				for i := range runs {
+					if canonical(runs[i]) {
+						runs[i] = outcome{kind: excluded, detail: why}
+					}
+				}
+				break
 			}
 		}
 	}

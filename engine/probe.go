@@ -51,6 +51,9 @@ type outcome struct {
 	// sandbox names what of the sandbox made the call raise, when the
 	// exception says so and the host agrees: see executor.sandboxCause.
 	sandbox string
+	// receiver is a digest of the instance a method was called on, when
+	// a callee other than its class built it.
+	receiver string
 }
 
 // reach is whether a call entered the function's own frame.
@@ -501,7 +504,7 @@ func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[ca
 func (a *shardRun) answered(call int, rec record) {
 	ri := a.plan.Calls[call][1]
 	x := a.x
-	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2)}
+	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2), receiver: rec.Receiver}
 	switch {
 	case rec.Excluded != "":
 		o = outcome{kind: excluded, detail: rec.Excluded}

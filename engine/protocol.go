@@ -17,7 +17,7 @@ import (
 //	is      probe     m                              importing plan module m starts
 //	id      probe     m us                           module m imported, in us microseconds
 //	if      probe     m err us                       module m's import raised err
-//	r       probe     i v o x th b v2 rb sx us       call i's answer: v canonical, o with sets
+//	r       probe     i v o x th b v2 rb sx rv us    call i's answer: v canonical, o with sets
 //	                                                 sorted, x why it has no canonical form,
 //	                                                 th threads left running, b the breaker that
 //	                                                 fired and v2 its second answer, rb 1 when
@@ -27,7 +27,9 @@ import (
 //	                                                 raised (erofs, net, enoent:PATH); a method
 //	                                                 whose receiver's constructor raised answers
 //	                                                 v "E:<Type> (constructor)"; us the
-//	                                                 microseconds it took, breakers included
+//	                                                 microseconds it took, breakers included;
+//	                                                 rv a digest of the receiver when another
+//	                                                 callee built it
 //	nc      probe     i why                          call i's function is not callable
 //	ob      probe     i us below                     call i is not made: its function has spent
 //	                                                 us microseconds in calls this run, its
@@ -80,6 +82,7 @@ type record struct {
 	Value2    string     `json:"v2"`
 	Reached   *int       `json:"rb"`
 	Sandbox   string     `json:"sx"`
+	Receiver  string     `json:"rv"`
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
 	Micros    int64      `json:"us"`

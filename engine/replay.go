@@ -89,7 +89,7 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 			f.ID, w.Rung, strings.Join(now[w.Rung], ", "), strings.Join(w.Args, ", "))}
 	}
 	if recv := pr.disc.receivers[p.Ladder]; w.Receiver != "" && w.Rung < len(recv) {
-		if now := p.Class + "(" + strings.Join(recv[w.Rung], ", ") + ")"; now != w.Receiver {
+		if now := receiverExpr(p.Class, p.callee(w.Rung), recv[w.Rung]); now != w.Receiver {
 			return nil, f, &usageError{fmt.Sprintf("%s changed since the report: its rung %d is now called on %s, the witness on %s; scan it again",
 				f.ID, w.Rung, now, w.Receiver)}
 		}

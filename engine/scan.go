@@ -380,10 +380,29 @@ type probe struct {
 	Class, Attr, Kind string
 	Receiver          *receiverSig
 	receivers         [][]string
+	callees           []string
 	Doctests          [][]string // its docstring examples' arguments
 	// uncalled are the rungs neither of its witness's runs called (its
 	// budget spent there): a replay of those runs leaves them out too.
 	uncalled map[int]bool
+}
+
+// callee is what builds the receiver of a method's rung when not its
+// class itself, or "".
+func (p *probe) callee(rung int) string {
+	if rung < len(p.callees) {
+		return p.callees[rung]
+	}
+	return ""
+}
+
+// receiverArgs are the displays of the arguments a rung's receiver is
+// built from.
+func (p *probe) receiverArgs(rung int) []string {
+	if rung < len(p.receivers) {
+		return p.receivers[rung]
+	}
+	return nil
 }
 
 // markUncalled records, for each finding, the rungs neither witness run
@@ -474,7 +493,7 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
 				Kinds: fn.Kinds, Ladder: fn.Ladder,
 				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID],
-				Class: fn.Class, Attr: fn.Attr, Kind: fn.Kind, Receiver: fn.Receiver, receivers: disc.receivers[fn.Ladder], Doctests: fn.Doctests})
+				Class: fn.Class, Attr: fn.Attr, Kind: fn.Kind, Receiver: fn.Receiver, receivers: disc.receivers[fn.Ladder], callees: disc.callees[fn.Ladder], Doctests: fn.Doctests})
 		}
 	}
 	return probes
@@ -499,13 +518,18 @@ func signatureProblem(fn discoveredFunction) string {
 		return fmt.Sprintf("keyword-only parameter %s has no default: the ladder passes positional arguments only", fn.KwonlyRequired[0])
 	case fn.Required > maxArity:
 		return fmt.Sprintf("%d required parameters: the ladder covers 0 to %d", fn.Required, maxArity)
-	case fn.Receiver != nil && fn.Receiver.Arity > maxArity:
-		return fmt.Sprintf("its class's constructor requires %d arguments: the ladder covers 0 to %d", fn.Receiver.Arity, maxArity)
+	case fn.Receiver != nil && fn.Receiver.Arity > maxReceiverArity && len(fn.Receiver.Builds) == 0:
+		return fmt.Sprintf("its class's constructor requires %d arguments and its package builds it no other way: receivers are built from 0 to %d", fn.Receiver.Arity, maxReceiverArity)
 	}
 	return ""
 }
 
-const maxArity = 3
+// maxArity bounds the ladder's arguments; maxReceiverArity a receiver's
+// constructor's (its values are a few per parameter, not a ladder).
+const (
+	maxArity         = 3
+	maxReceiverArity = 6
+)
 
 // resolveOrderFree turns --order-free FILE::function:param into parameter
 // indices, and says clearly when one does not name a real parameter.

@@ -560,3 +560,40 @@ func TestTestCasesAreNotTheLibrary(t *testing.T) {
 		t.Errorf("census counts %d test-case methods, want 3", rep.Census.TestCases)
 	}
 }
+
+// TestReceiversThatBuild: a method is called on instances built the way
+// its package builds them: from a docstring's example and an alternative
+// constructor (Version, whose own constructor never builds from the
+// ladder), through a concrete subclass in another module (an abstract
+// class, a mixin), with another class of the package for an annotated
+// parameter (Engine(Config())). A witness names the receiver it was
+// called on, and replay rebuilds it. A receiver whose builder answered
+// differently in two runs (Moment.from_epoch reads the local zone) is
+// not the method's finding: those rungs are excluded.
+func TestReceiversThatBuild(t *testing.T) {
+	testenv.Integration(t)
+	var opts engine.Options
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.SmellRuns, o.Seed = 3, -1, 5; opts = *o }, "testdata/receivers")
+	for _, id := range []string{"shapes/base.py::Version.bumped", "shapes/base.py::Shape.describe", "shapes/base.py::Reader.first", "shapes/base.py::Engine.speed_of"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered == 0 {
+			t.Errorf("%s: %s, %d rungs answered: %s", id, f.Verdict, f.Rungs.Answered, f.Reason)
+		}
+	}
+	if f := fn(t, rep, "shapes/base.py::Shape.area"); f.Verdict != engine.VerdictNotProbed {
+		t.Errorf("an abstract method: %s: %s", f.Verdict, f.Reason)
+	}
+	tags := fn(t, rep, "shapes/base.py::Version.tags")
+	if tags.Verdict != engine.VerdictNondeterministic || tags.Witness == nil || !strings.HasPrefix(tags.Witness.Receiver, "Version.parse(") {
+		t.Fatalf("Version.tags: %s, witness %+v", tags.Verdict, tags.Witness)
+	}
+	if m := fn(t, rep, "shapes/base.py::Moment.hour_digits"); m.Verdict == engine.VerdictNondeterministic || m.Rungs.Excluded == 0 {
+		t.Errorf("Moment.hour_digits, on what from_epoch built: %s, %d rungs excluded: %s", m.Verdict, m.Rungs.Excluded, m.Reason)
+	}
+	replayed, _, err := engine.Replay(context.Background(), opts, rep, tags.ID, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replayed) != 2 || replayed[0].Value == replayed[1].Value {
+		t.Errorf("replay of %s on %s: %+v", tags.ID, tags.Witness.Receiver, replayed)
+	}
+}

@@ -29,6 +29,18 @@ var smellPrefixes = []struct{ prefix, kind string }{
 	{"secrets.", "secrets"},
 }
 
+// MovingCalls are the prefixes of the calls whose answer moves between
+// any two runs (a clock, an RNG, fresh randomness): discovery builds no
+// receiver with a callee that makes them, or every method called on it
+// would answer what its constructor read.
+func MovingCalls() []string {
+	out := make([]string, 0, len(smellPrefixes))
+	for _, p := range smellPrefixes {
+		out = append(out, p.prefix)
+	}
+	return out
+}
+
 // Smells lists the suspicions in a body, in line order.
 func Smells(f Facts) []Smell {
 	var out []Smell

@@ -39,8 +39,8 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
   is       probe     m                        importing plan module m starts
   id       probe     m us                     module m imported, in us microseconds
   if       probe     m err us                 module m's import raised err
-  r        probe     i v o x th b v2 rb sx us call i's answer: v canonical, o with sets
-                                              sorted, x why it has no canonical form,
+  r        probe     i v o x th b v2 rb sx    call i's answer: v canonical, o with sets
+                     rv us                    sorted, x why it has no canonical form,
                                               th threads left running, b the breaker
                                               that fired and v2 its second answer, rb
                                               1 when the call entered the function's
@@ -50,7 +50,9 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               (calls.sandbox_trace). A method whose
                                               receiver's constructor raised answers
                                               v "E:<Type> (constructor)"; us the
-                                              microseconds it took, breakers included
+                                              microseconds it took, breakers included;
+                                              rv a digest of the receiver when another
+                                              callee built it
   nc       probe     i why                    call i's function is not callable
   ob       probe     i us below               call i is not made: its function has spent
                                               us microseconds in calls this run, its

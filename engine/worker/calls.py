@@ -4,6 +4,8 @@ called on a fresh copy, then the governor's in-process breakers."""
 import copy
 import datetime as _dt
 import errno
+import hashlib
+import importlib
 import pathlib
 import socket
 import threading
@@ -11,8 +13,9 @@ import types
 from os import _exit, getpid as _getpid  # bound now, as the clock: scanned code may replace os's
 from time import perf_counter as _clock  # bound now: scanned code may replace time's
 
-from .canon import NoCanon, _typename, answer, raised
-from .ladder import BUILT, _callback, rungs_of
+from .addresses import new_answer
+from .canon import NoCanon, _typename, answer, canon_text, raised
+from .ladder import BUILT, Built, _callback, rungs_of
 from .state import ProcessState, _import
 
 
@@ -82,7 +85,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         base = own[ri]
         if isinstance(target, _Method):
             recv, base = base
-            target = _OnFresh(target, recv)
+            target = _OnFresh(target, recv, mod)
         threads = threading.active_count()
         before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}
@@ -102,6 +105,8 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             rec["rb"] = 1 if reach[0] else 0
         if len(reach) > 1 and reach[1]:
             rec["sx"] = reach[1]
+        if isinstance(target, _OnFresh) and target.built and target.built[0]:
+            rec["rv"] = target.built[0]
         if v is None:
             rec["x"] = why
         else:
@@ -150,7 +155,8 @@ def _lookup(mod, fn):
         if not callable(target):
             return None, "after import, %s.%s is %s, not a method" % (name, attr, _typename(type(target)))
         return target, None
-    if getattr(obj, "__abstractmethods__", None):
+    builds = (fn.get("receiver") or {}).get("builds") or {}
+    if getattr(obj, "__abstractmethods__", None) and builds.get("own", True):
         return None, "the class is abstract: %s are abstract methods" % ", ".join(sorted(obj.__abstractmethods__))
     return _Method(obj, attr, kind, raw), None
 
@@ -159,7 +165,7 @@ class _Method:
     """A method or property of a class, called on an instance."""
 
     def __init__(self, cls, attr, kind, raw):
-        self.cls, self.attr, self.kind = cls, attr, kind
+        self.cls, self.attr, self.kind, self.raw = cls, attr, kind, raw
         # The function whose frame a call enters: a property's getter, a
         # cached property's function, the method itself.
         self.func = getattr(raw, "fget", None) or getattr(raw, "func", None) or raw
@@ -174,23 +180,71 @@ class ConstructorRaised(Exception):
 
 class _OnFresh:
     """One rung of a method: each call builds a fresh instance from the
-    receiver's constructor input, so no call can move another's answer
-    through the instance, then calls the method (or reads the property)."""
+    receiver (ladder.Built), so no call can move another's answer through
+    the instance, then calls the class's own method on it (or reads the
+    property), even where the instance is of a subclass that overrides it."""
 
-    def __init__(self, method, recv):
-        self.method, self.recv = method, recv
+    def __init__(self, method, recv, mod):
+        self.method, self.recv, self.mod = method, recv, mod
         self.__wrapped__ = method.func
+        # What each build of a receiver another callee built was, as a
+        # digest of its canonical form (sets sorted): where it differs
+        # between runs, or between a call and its breaker's, what differs
+        # is the callee's answer, not the method's.
+        self.built = []
 
     def __call__(self, *args):
         m = self.method
         try:
-            obj = m.cls(*fresh(self.recv))
+            obj = build(self.recv, m.cls, self.mod)
+            if not isinstance(obj, m.cls):
+                raise TypeError("%s built %s, not %s" % (self.recv.callee(), _typename(type(obj)), m.cls.__name__))
         except BaseException as e:
             raise ConstructorRaised(e) from None
+        if self.recv.call is not None:
+            self.built.append(_digest(obj))
+        get = getattr(type(m.raw), "__get__", None)
+        bound = getattr(obj, m.attr) if get is None else get(m.raw, obj, type(obj))
         if m.kind == "property":
-            return getattr(obj, m.attr)
-        return getattr(obj, m.attr)(*args)
-_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath)
+            return bound
+        return bound(*args)
+
+
+def _digest(obj):
+    """A receiver's canonical form, sets sorted, as 16 hex digits; "" when
+    it has none."""
+    try:
+        new_answer()
+        text = canon_text(obj, sort_sets=True)[0]
+    except BaseException:  # a scanned __repr__ or property is its own
+        return ""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def moved(target):
+    """Whether a method's receiver was built differently by its calls so
+    far (a call and its breaker's)."""
+    return isinstance(target, _OnFresh) and len(set(target.built)) > 1
+
+
+def build(recv, cls, mod):
+    """The instance a receiver's recipe builds: its call (the method's
+    class, or a class or factory of the package, imported now: under the
+    call's limit) on fresh copies of its arguments, each Built argument
+    built first."""
+    if recv.call is None:
+        target = cls
+    else:
+        name, qual = recv.call
+        target = mod if name == mod.__name__ else importlib.import_module(name)
+        for part in qual.split("."):
+            target = getattr(target, part)
+    args = tuple(build(a, None, mod) if isinstance(a, Built) else a for a in fresh(recv.args))
+    return target(*args)
+
+
+# A Built is a recipe: building copies its arguments (calls.build).
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath, Built)
 
 
 def _immutable(x):
@@ -314,7 +368,7 @@ def probe_call(target, base, reset=lambda: None, order_free=(), reach=None):
             if v is None:
                 return None, None, why, None, None
             first, first_free = v, free
-        elif v is not None and v != first:
+        elif v is not None and v != first and not moved(target):
             return first, first_free, None, breaker, v
     return first, first_free, None, None, None
 

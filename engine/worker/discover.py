@@ -9,7 +9,10 @@ import stat
 from .bytecode import bytecode
 from .canon import display
 from .channel import Channel, _encode
-from .ladder import MAX_ARITY, _last_name, annotation_kind, doctest_key, ladder_key, name_kind, rungs_of
+from . import builders
+from .builders import Index, _init, sketch_class, sketch_factory
+from .ladder import (MAX_ARITY, MAX_RECEIVER_ARITY, Built, _last_name, annotation_kind, doctest_key, ladder_key,
+                     name_kind, receiver_key, rungs_of)
 from .testcases import test_classes
 
 
@@ -21,15 +24,29 @@ def discover(req):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if req.get("openers"):
         OPENERS = set(req["openers"])
+    if req.get("moving"):
+        builders.MOVING = tuple(req["moving"])
     max_arity = req.get("max_arity", MAX_ARITY)
+    max_receiver = req.get("max_receiver_arity", MAX_RECEIVER_ARITY)
     keys = {str(a): (a, [], None, None) for a in range(max_arity + 1)}
+    # Every module is parsed before any is sent: a method's receivers may
+    # be built by a class of another module of its root.
+    recs, index = [], Index()
     for f in req["files"]:
         rec = describe_module(f["path"], f["rel"], req.get("code", False))
+        module, root = f.get("module") or _module_of(f["rel"]), f.get("root", 0)
+        index.add(root, module, rec.pop("classes", ()), rec.pop("factories", ()))
+        recs.append((rec, module, root))
+    index.finish()
+    for rec, module, root in recs:
         for fn in rec.get("functions", []):
+            if fn.get("receiver") is not None:
+                resolve_receiver(fn, index, root, module)
             recv = fn.get("receiver")
-            if fn["required"] <= max_arity and (recv is None or recv["arity"] <= max_arity):
+            if fn["required"] <= max_arity and (recv is None or recv["arity"] <= max_receiver or recv.get("builds")):
                 keys.setdefault(fn["ladder"], (fn["required"], fn["kinds"], recv, fn.get("doctests")))
         ch.send(rec)
+    del recs
     # One record per ladder: all of them in one line would pass the
     # engine's longest record on a large audit (each doctest is a ladder).
     for k, (a, kinds, recv, doctests) in sorted(keys.items()):
@@ -37,9 +54,47 @@ def discover(req):
         if recv is None:
             ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs]}})
         else:
-            ch.send({"k": "ladder", "rungs": {k: [display(args) for _, args in rungs]},
-                     "receivers": {k: [display(r) for r, _ in rungs]}})
+            rec = {"k": "ladder", "rungs": {k: [display(args) for _, args in rungs]},
+                   "receivers": {k: [show_args(r) for r, _ in rungs]}}
+            if any(r.call is not None for r, _ in rungs):
+                rec["callees"] = {k: [r.callee() for r, _ in rungs]}
+            ch.send(rec)
     ch.send({"k": "done"}, flush=True)
+
+
+def show_args(built):
+    """A receiver's constructor arguments as a report shows them, an
+    instance built for one as the expression that builds it."""
+    out = []
+    for a in built.args:
+        if isinstance(a, Built):
+            out.append("%s(%s)" % (a.callee(), ", ".join(show_args(a))))
+        else:
+            out.extend(display((a,)))
+    return out
+
+
+def _module_of(rel):
+    """The import name of a module by its path under its root, where the
+    request does not give it."""
+    name = rel[:-3] if rel.endswith(".py") else rel
+    name = name.replace("/", ".")
+    return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def resolve_receiver(fn, index, root, module):
+    """Gives a method its class's receiver as the package builds it (see
+    builders), its ladder key to match, and lifts an abstract class's skip
+    when a concrete subclass builds it."""
+    found = index.resolve(root, module, fn["class"])
+    if found is None or found[0] != module:
+        return
+    recv = fn["receiver"] = index.builds(root, module, found[1])
+    if fn.get("skip", "").startswith("the class is abstract") and (recv.get("builds") or {}).get("recipes") \
+            and not fn.get("abstract"):
+        del fn["skip"]
+    key = ladder_key(fn["required"], fn["kinds"]) + "@" + receiver_key(recv) + doctest_key(fn.get("doctests"))
+    fn["ladder"] = key
 
 
 def describe_module(path, rel, code=False):
@@ -96,6 +151,11 @@ def describe_module(path, rel, code=False):
             funcs.extend(methods)
     funcs.sort(key=lambda f: f["line"])
     rec["functions"] = funcs
+    module_doc = ast.get_docstring(tree, clean=False) or ""
+    def facts_of(n):
+        return _function_facts(n, aliases, names)
+    rec["classes"] = [sketch_class(c, module_doc, facts_of) for c in classes]
+    rec["factories"] = [f for f in (sketch_factory(d, facts_of) for d in defs) if f is not None]
     rec["module_facts"] = _facts(top_level, aliases, names)
     del tree, top_level, defs, by_name  # compiling parses the source again
     if code and len(src) <= MAX_MODULE_RECORD:
@@ -330,10 +390,6 @@ def _doctests(node, required, positional, vararg):
 _ENUMS = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
 _DECLARATIONS = {"Protocol": "a protocol: it declares methods, it does not implement them",
                  "TypedDict": "a TypedDict: it has no methods of its own"}
-# Decorators that make a class's fields its constructor's parameters, in
-# order: dataclasses, attrs (classic and next-generation), NamedTuple's
-# class syntax.
-_FIELD_DECORATORS = {"dataclass", "define", "frozen", "mutable", "s", "attrs", "dataclass_transform"}
 
 
 def _class_skip(node):
@@ -353,24 +409,13 @@ def _class_skip(node):
     return ""
 
 
-def _receiver(node, aliases, names):
+def _receiver(node):
     """What building an instance requires: the arity and kinds of the
     class's own __init__ (self dropped), or of its fields for a dataclass,
-    attrs class or NamedTuple; none when it inherits its constructor."""
-    for n in node.body:
-        if isinstance(n, ast.FunctionDef) and n.name == "__init__":
-            d = _describe_function(n, aliases, names, bound=True, signature_only=True)
-            return {"arity": d["required"], "kinds": d["kinds"]}
-    fielded = any(_last_name(d.func if isinstance(d, ast.Call) else d) in _FIELD_DECORATORS for d in node.decorator_list) or \
-        any(_last_name(b) == "NamedTuple" for b in node.bases)
-    kinds = []
-    if fielded:
-        for n in node.body:
-            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is None and n.simple:
-                if _last_name(n.annotation.value if isinstance(n.annotation, ast.Subscript) else n.annotation) in ("ClassVar", "InitVar"):
-                    continue
-                kinds.append(name_kind(n.target.id, annotation_kind(n.annotation)))
-    return {"arity": len(kinds), "kinds": kinds}
+    attrs class or NamedTuple; none when it inherits its constructor
+    (discover resolves that across the package)."""
+    sig = _init(node) or {"arity": 0, "kinds": []}
+    return {"arity": sig["arity"], "kinds": sig["kinds"]}
 
 
 def _method_kind(node):
@@ -426,6 +471,8 @@ def _describe_class(node, aliases, names):
             d["facts"]["calls"].extend(dict(c) for c in built)
         d["name"] = node.name + "." + name
         d["class"], d["attr"], d["kind"] = node.name, name, kind
+        if any(_last_name(dec) in ("abstractmethod", "abstractproperty") for dec in first.decorator_list):
+            d["abstract"] = True
         if kind == "property":
             d["required"], d["kinds"] = 0, []
         d["ladder"] = ladder_key(d["required"], d["kinds"])
@@ -433,7 +480,7 @@ def _describe_class(node, aliases, names):
             d.pop("doctests", None)
         if kind in ("method", "property"):
             if recv is None:
-                recv = _receiver(node, aliases, names)
+                recv = _receiver(node)
             d["receiver"] = recv
             d["ladder"] += "@" + ladder_key(recv["arity"], recv["kinds"])
         d["ladder"] += doctest_key(d.get("doctests"))

@@ -11,6 +11,7 @@ import enum as _enum
 import importlib.util
 import io
 import pathlib
+import socket as _socket
 import types as _types
 
 
@@ -139,6 +140,7 @@ KIND_VALUES = {
     "stream": lambda v: isinstance(v, (io.BytesIO, io.StringIO)),
     "data": lambda v: type(v) is bytes,
     "callable": lambda v: v is _callback,
+    "socket": lambda v: False,
 }
 # Annotation names (the last dotted part, any subscript dropped) and the
 # kind each means.
@@ -152,7 +154,7 @@ ANNOTATION_KINDS = {
     "Path": "path", "PurePath": "path", "PosixPath": "path", "PathLike": "path",
     "IO": "stream", "BinaryIO": "stream", "TextIO": "stream", "BytesIO": "stream", "StringIO": "stream",
     "IOBase": "stream", "RawIOBase": "stream", "BufferedIOBase": "stream", "TextIOBase": "stream",
-    "Callable": "callable",
+    "Callable": "callable", "socket": "socket",
 }
 
 
@@ -216,6 +218,7 @@ _NAMES = {
     "f": "stream", "fp": "stream", "fh": "stream", "fileobj": "stream", "fobj": "stream", "stream": "stream",
     "file": "stream", "infile": "stream", "outfile": "stream",
     "readline": "readline",
+    "sock": "socket", "socket": "socket", "conn": "socket", "connection": "socket",
     "func": "callable", "function": "callable", "fn": "callable", "callback": "callable", "cb": "callable",
     "predicate": "callable", "pred": "callable",
     "cls": "class", "klass": "class", "class_": "class", "typ": "class",
@@ -306,6 +309,28 @@ class _Readline:
 
 
 _Readline.__module__ = "__main__"
+
+
+class _Socket(_socket.socket):
+    """A connected socket whose peer sent a few lines and closed: reads
+    get them and then the end of the stream, never a wait; writes go to
+    a closed peer and raise. Its repr holds no descriptor number."""
+
+    def __repr__(self):
+        return "socket(%r)" % (_SOCKET_LINES,)
+
+
+_Socket.__module__ = "__main__"
+_SOCKET_LINES = b"alpha\r\nbeta\r\n"
+
+
+def _connected():
+    a, b = _socket.socketpair()
+    try:
+        b.sendall(_SOCKET_LINES)
+    finally:
+        b.close()
+    return _Socket(fileno=a.detach())
 BUILT = {}
 
 
@@ -327,6 +352,10 @@ TYPED_VALUES.update({
     "stream": [_built(lambda: _BytesStream(bytes(8))), _built(lambda: _TextStream("alpha\nbeta\ngamma\n"))],
     "data": [b"alpha\nbeta\ngamma\n", b"\x00\x01\x7f\x80\xff"],
 })
+try:  # a sandbox may refuse even a pair of connected sockets
+    TYPED_VALUES["socket"] = [_built(_connected)]
+except OSError:
+    TYPED_VALUES["socket"] = []
 
 
 def name_kind(name, annotated=""):
@@ -397,14 +426,85 @@ def ladder_key(arity, kinds):
 # modulo three (a method with one rung is called on each receiver).
 RECEIVER_VALUES = [0, "alpha", FIVE_WORDS]
 
+# A receiver is built from at most this many constructor arguments (the
+# engine's maxReceiverArity comes in the discovery request), and a method
+# is called on at most MAX_RECEIVERS receivers.
+MAX_RECEIVER_ARITY = 6
+MAX_RECEIVERS = 6
+MAX_EXTRA = 3
+EXTRA_RUNGS = 8
 
-def receivers(arity, kinds=None):
-    """The constructor inputs a method's receivers are built from."""
+
+class Built:
+    """How an instance is built: a call of the method's class (call None)
+    or of a class or factory of the package (call: [module, qualified
+    name]) on arguments, which may be Built themselves. A recipe, not the
+    instance: each call builds it anew (calls.build). module is the
+    method's module, in whose terms the call is shown."""
+
+    __slots__ = ("call", "args", "module")
+
+    def __init__(self, call, args, module=None):
+        self.call, self.args, self.module = call, args, module
+
+    def callee(self):
+        """The call as Python, "" for the method's class itself."""
+        if self.call is None:
+            return ""
+        mod, qual = self.call
+        return qual if mod == self.module else mod + "." + qual
+
+
+def receivers(arity, kinds=None, module=None):
+    """The constructor inputs a method's receivers are built from; a kind
+    may be a recipe of another class (builders.Index.recipe)."""
     if arity == 0:
         return [()]
     kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
-    cols = [_column(k) if k else RECEIVER_VALUES for k in kinds]
-    return [tuple(c[i] for c in cols) for i in range(len(RECEIVER_VALUES))]
+    cols = [_receiver_column(k, module) for k in kinds]
+    return [tuple(c[i % len(c)] for c in cols) for i in range(len(RECEIVER_VALUES))]
+
+
+def _receiver_column(kind, module):
+    if isinstance(kind, dict):
+        # An instance of the class the parameter names, and between two of
+        # them a word: the name may have guessed the class wrong.
+        built = [Built(kind["call"], t, module) for t in receivers(kind["arity"], kind.get("kinds"), module)]
+        return [built[0], RECEIVER_VALUES[1], built[1 % len(built)]]
+    return _column(kind) if kind else RECEIVER_VALUES
+
+
+def receivers_of(receiver):
+    """A method's receivers: (primary, extra). The primary ones take the
+    method's whole ladder in turn: its constructor's, where it has one it
+    can call, else in turn from each other way its class is built (the
+    docstrings' examples, its other recipes: see builders). Beside a
+    constructor, those others are extra: each takes the ladder's first
+    EXTRA_RUNGS rungs, so the rungs the constructor's receivers met stay
+    theirs."""
+    builds = receiver.get("builds") or {}
+    module = builds.get("module")
+    sources = [[Built(c, tuple(ast.literal_eval(a) for a in args), module) for c, args in builds.get("examples", ())]]
+    for r in builds.get("recipes", ()):
+        sources.append([Built(r["call"], t, module) for t in receivers(r["arity"], r.get("kinds"), module)])
+    others = []
+    for i in range(max(len(s) for s in sources)):
+        others.extend(s[i] for s in sources if i < len(s))
+    if builds.get("own", True) and receiver["arity"] <= MAX_RECEIVER_ARITY:
+        own = [Built(None, t, module) for t in receivers(receiver["arity"], builds.get("kinds", receiver.get("kinds")), module)]
+        return own, others[:MAX_EXTRA]
+    return others[:MAX_RECEIVERS], []
+
+
+def receiver_key(receiver):
+    """Names a receiver within a ladder key: its constructor's arity and
+    kinds, and a digest of its builds when it has them."""
+    key = ladder_key(receiver["arity"], receiver.get("kinds"))
+    if receiver.get("builds"):
+        import hashlib
+        import json
+        key += "+b:" + hashlib.sha256(json.dumps(receiver["builds"], sort_keys=True).encode()).hexdigest()[:12]
+    return key
 
 
 _RUNGS = {}
@@ -423,15 +523,19 @@ def rungs_of(arity, kinds, receiver=None, doctests=None):
     pairs (constructor input, method input)."""
     key = ladder_key(arity, kinds)
     if receiver is not None:
-        key += "@" + ladder_key(receiver["arity"], receiver.get("kinds"))
+        key += "@" + receiver_key(receiver)
     key += doctest_key(doctests)
     if key not in _RUNGS:
         own = [tuple(ast.literal_eval(a) for a in d) for d in doctests or ()] + rungs(arity, kinds)
         if receiver is None:
             _RUNGS[key] = own
         else:
-            recv = receivers(receiver["arity"], receiver.get("kinds"))
-            _RUNGS[key] = [(recv[j % len(recv)], own[j % len(own)]) for j in range(max(len(own), len(recv)))]
+            recv, extra = receivers_of(receiver)
+            recv = recv or [Built(None, ())]
+            pairs = [(recv[j % len(recv)], own[j % len(own)]) for j in range(max(len(own), len(recv)))]
+            for e in extra:
+                pairs.extend((e, args) for args in own[:EXTRA_RUNGS])
+            _RUNGS[key] = pairs
     return _RUNGS[key]
 
 

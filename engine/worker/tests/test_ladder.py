@@ -59,11 +59,11 @@ class Receivers(unittest.TestCase):
         fn = ladder.rungs_of(1, [])
         m = ladder.rungs_of(1, [], {"arity": 1, "kinds": []})
         self.assertEqual(len(m), len(fn))
-        self.assertEqual([r for r, _ in m[:4]], [(0,), ("alpha",), (ladder.FIVE_WORDS,), (0,)])
+        self.assertEqual([r.args for r, _ in m[:4]], [(0,), ("alpha",), (ladder.FIVE_WORDS,), (0,)])
         self.assertEqual([a for _, a in m], fn)
         zero = ladder.rungs_of(0, [], {"arity": 2, "kinds": ["int", ""]})
-        self.assertEqual(zero, [((0, 0), ()), ((7, "alpha"), ()), ((-3, ladder.FIVE_WORDS), ())])
-        self.assertEqual(ladder.rungs_of(0, [], {"arity": 0}), [((), ())])
+        self.assertEqual([(r.args, a) for r, a in zero], [((0, 0), ()), ((7, "alpha"), ()), ((-3, ladder.FIVE_WORDS), ())])
+        self.assertEqual([(r.call, r.args, a) for r, a in ladder.rungs_of(0, [], {"arity": 0})], [(None, (), ())])
 
 
 class NamedKinds(unittest.TestCase):

@@ -62,6 +62,7 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 		return nil, f, err
 	}
 	defer closeScan()
+	s.context = packageSiblings(s.files)
 	pr, err := s.probeAll(ctx, []Target{target})
 	if err == nil {
 		err = ctx.Err()

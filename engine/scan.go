@@ -19,11 +19,15 @@ import (
 // scan is the state of one Scan call: its phases' data, around the
 // executor that runs their jobs.
 type scan struct {
-	ex         *executor // holds the scan's options
-	runs       []sandbox.RunConditions
-	skipped    []sandbox.Support
-	orderFree  map[string][]int
-	files      []sourceFile
+	ex        *executor // holds the scan's options
+	runs      []sandbox.RunConditions
+	skipped   []sandbox.Support
+	orderFree map[string][]int
+	files     []sourceFile
+	// context are modules discovery parses only so a method's receivers
+	// are built as in the scan that made a report (replay's one file: the
+	// rest of its package); never probed, never reported.
+	context    []sourceFile
 	mainShards []*shard // the main runs' shards: bisection replays their order
 	// suppressions are the ignore comments of the files read.
 	suppressions []*suppressions
@@ -304,7 +308,7 @@ type probed struct {
 // probeAll discovers, selects and runs every probe of the scan's targets.
 func (s *scan) probeAll(ctx context.Context, targets []Target) (*probed, error) {
 	endDiscovery := s.ex.phase("discovering")
-	disc, err := s.discover(ctx, s.files)
+	disc, err := s.discover(ctx, append(slices.Clone(s.files), s.context...))
 	endDiscovery()
 	if err != nil {
 		return nil, err

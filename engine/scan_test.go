@@ -589,11 +589,19 @@ func TestReceiversThatBuild(t *testing.T) {
 	if m := fn(t, rep, "shapes/base.py::Moment.hour_digits"); m.Verdict == engine.VerdictNondeterministic || m.Rungs.Excluded == 0 {
 		t.Errorf("Moment.hour_digits, on what from_epoch built: %s, %d rungs excluded: %s", m.Verdict, m.Rungs.Excluded, m.Reason)
 	}
-	replayed, _, err := engine.Replay(context.Background(), opts, rep, tags.ID, ".")
-	if err != nil {
-		t.Fatal(err)
+	// A mixin's method, on its subclass of another module: replay parses
+	// the rest of the package to build it again.
+	shuffled := fn(t, rep, "shapes/base.py::Reader.shuffled")
+	if shuffled.Verdict != engine.VerdictNondeterministic || shuffled.Witness == nil || !strings.HasPrefix(shuffled.Witness.Receiver, "shapes.square.Lines(") {
+		t.Fatalf("Reader.shuffled: %s, witness %+v", shuffled.Verdict, shuffled.Witness)
 	}
-	if len(replayed) != 2 || replayed[0].Value == replayed[1].Value {
-		t.Errorf("replay of %s on %s: %+v", tags.ID, tags.Witness.Receiver, replayed)
+	for _, f := range []*report.Function{tags, shuffled} {
+		replayed, _, err := engine.Replay(context.Background(), opts, rep, f.ID, ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(replayed) != 2 || replayed[0].Value == replayed[1].Value {
+			t.Errorf("replay of %s on %s: %+v", f.ID, f.Witness.Receiver, replayed)
+		}
 	}
 }

@@ -447,6 +447,40 @@ func findSources(targets []Target, filter Filter) (out []sourceFile, excluded, w
 	return out, slices.Compact(excluded), warnings, nil
 }
 
+// maxSiblings bounds the modules packageSiblings lists.
+const maxSiblings = 5000
+
+// packageSiblings are the other modules of the top-level package of a
+// replay's one file, which a scan of the package saw: they may build its
+// method's receiver (a subclass in another module). Their Rel is marked,
+// so it names no scanned file.
+func packageSiblings(files []sourceFile) []sourceFile {
+	if len(files) != 1 || !strings.Contains(files[0].Name, ".") {
+		return nil
+	}
+	f := files[0]
+	top, _, _ := strings.Cut(f.Name, ".")
+	var out []sourceFile
+	_ = filepath.WalkDir(filepath.Join(f.Root, top), func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || len(out) >= maxSiblings:
+			return filepath.SkipDir
+		case d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".py") || path == f.Path || !d.Type().IsRegular():
+			return nil
+		}
+		root, name := moduleName(path)
+		if root != f.Root {
+			return nil
+		}
+		rel, _ := filepath.Rel(f.Root, path)
+		out = append(out, sourceFile{Path: path, Rel: "(context)/" + filepath.ToSlash(rel), Root: root, Name: name, base: f.Root})
+		return nil
+	})
+	return out
+}
+
 // moduleName finds the import root of a file: the nearest ancestor that is
 // not a package (has no __init__.py), so a module inside a package is
 // imported by its dotted name and its relative imports work.

@@ -171,6 +171,21 @@ class Building(unittest.TestCase):
         self.assertTrue(calls.moved(on))
 
 
+class Sockets(unittest.TestCase):
+    def test_a_socket_name_asks_for_a_connected_socket_made_per_call(self):
+        self.assertEqual(ladder.name_kind("sock"), "socket")
+        self.assertEqual(ladder.name_kind("conn"), "socket")
+        first = ladder.TYPED_VALUES["socket"][0]
+        got = calls.fresh((first,))[0]
+        try:
+            self.assertIsNot(got, first)
+            self.assertEqual(got.recv(64), b"alpha\r\nbeta\r\n")
+            self.assertEqual(got.recv(64), b"")  # the peer closed: no wait
+            self.assertNotIn("fd=", repr(got))
+        finally:
+            got.close()
+
+
 class Rungs(unittest.TestCase):
     def test_extra_receivers_leave_the_constructor_its_rungs(self):
         plain = ladder.rungs_of(1, [], {"arity": 1, "kinds": []})

@@ -42,6 +42,9 @@ class Reader:
     def first(self):
         return self.lines[0]
 
+    def shuffled(self):
+        return list(set(self.lines))
+
 
 class Moment:
     """Built by a factory that reads the local zone: every method would

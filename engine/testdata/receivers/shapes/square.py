@@ -11,7 +11,7 @@ class Square(Shape):
 
 class Lines(Reader):
     def __init__(self, text: str):
-        self.lines = text.split()
+        self.lines = list(text)
 
 
 class Config:

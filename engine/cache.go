@@ -100,8 +100,8 @@ func (s *scan) openCache() *verdictCache {
 	applies := fmt.Sprintf("%+v", o.Runtime.Applies())
 	fmt.Fprintf(h, "tool %q\nruntime %q %+v %v\nextra %q\n", o.Version, o.Runtime.Name(), o.Runtime.Capabilities(), applies, o.CacheKey)
 	fmt.Fprintf(h, "python %q %s\n", s.ex.python, c.digest(s.ex.python))
-	fmt.Fprintf(h, "runs %d smell %d timeouts %s %s budget %s explain %s private %v unsafe %v limits %+v callerseed %q\n",
-		o.Runs, o.SmellRuns, o.CallTimeout, o.IdleTimeout, o.FunctionBudget, o.ExplainBudget, o.Private, o.Unsafe, o.Limits, o.CallerHashSeed)
+	fmt.Fprintf(h, "runs %d smell %d timeouts %s %s budget %s explain %s private %v tests %v unsafe %v limits %+v callerseed %q\n",
+		o.Runs, o.SmellRuns, o.CallTimeout, o.IdleTimeout, o.FunctionBudget, o.ExplainBudget, o.Private, o.Tests, o.Unsafe, o.Limits, o.CallerHashSeed)
 	fmt.Fprintf(h, "skipped %+v\n", s.skipped)
 	c.base = h.Sum(nil)
 	return c

@@ -74,7 +74,10 @@ func judgeAll(rep *report.Report, probes []*probe, res *results, ladder ladders,
 			continue
 		}
 		for _, w := range []*report.Witness{f.Witness, f.OrderSensitive} {
-			if w != nil && w.Rung < len(p.receivers) {
+			switch {
+			case w != nil && p.TestCase:
+				w.Receiver = p.Class + ", as its runner runs it: set up, the test, torn down"
+			case w != nil && w.Rung < len(p.receivers):
 				w.Receiver = receiverExpr(p.Class, p.callee(w.Rung), p.receivers[w.Rung])
 			}
 		}

@@ -29,6 +29,11 @@ type Options struct {
 	Unsafe bool
 	// Private also probes functions whose names start with an underscore.
 	Private bool
+	// Tests probes the test methods of test cases through their runner's
+	// protocol (setUpClass, setUp, the method, tearDown, tearDownClass,
+	// or pytest's setup_method and friends), a fresh instance per call;
+	// without it a test case's methods are listed, not probed.
+	Tests bool
 	// CallTimeout bounds one call; the call is named and the shard goes on.
 	// The default, 5 s: on the corpus of fourteen packages no call that
 	// ends takes a second; in the standard library a few walk every

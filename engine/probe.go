@@ -192,6 +192,8 @@ type planFunction struct {
 	Receiver *receiverSig `json:"receiver,omitempty"`
 	// Doctests are its docstring examples' arguments: its first rungs.
 	Doctests [][]string `json:"doctests,omitempty"`
+	// TestCase: a test method, called as its runner calls it (--tests).
+	TestCase bool `json:"test_case,omitempty"`
 }
 
 type workerPlan struct {
@@ -254,7 +256,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: x.inside(p.File.Root), Name: p.File.Name, Path: x.inside(p.File.Path)})
 		}
 		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree,
-			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests})
+			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests, TestCase: p.TestCase})
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	drops := x.dropPastLimit(sh, rc, &plan, run, res)

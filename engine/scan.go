@@ -386,6 +386,7 @@ type probe struct {
 	receivers         [][]string
 	callees           []string
 	Doctests          [][]string // its docstring examples' arguments
+	TestCase          bool       // a test method, called through its runner's protocol (--tests)
 	// uncalled are the rungs neither of its witness's runs called (its
 	// budget spent there): a replay of those runs leaves them out too.
 	uncalled map[int]bool
@@ -474,8 +475,10 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			case why != "":
 			case fn.Skip != "":
 				why = fn.Skip
-			case fn.TestCase:
+			case fn.TestCase && !s.ex.opts.Tests:
 				why = testCaseSkip
+			case fn.TestCase && !strings.HasPrefix(fn.Attr, "test"):
+				why = testHelperSkip
 			case shadow != "":
 				why = "gate: Python would import " + shadow + ", not the source the gate read; use a container runtime, or --unsafe"
 			case enforce && modRefusal != nil:
@@ -497,7 +500,8 @@ func (s *scan) selectProbes(files []sourceFile, disc *discovery, rep *report.Rep
 			probes = append(probes, &probe{Index: len(probes), ID: out.ID, File: f, Name: fn.Name, Arity: fn.Required,
 				Kinds: fn.Kinds, Ladder: fn.Ladder,
 				Module: mi, fn: out, smelly: len(out.Smells) > 0, orderFree: orderFree[out.ID],
-				Class: fn.Class, Attr: fn.Attr, Kind: fn.Kind, Receiver: fn.Receiver, receivers: disc.receivers[fn.Ladder], callees: disc.callees[fn.Ladder], Doctests: fn.Doctests})
+				Class: fn.Class, Attr: fn.Attr, Kind: fn.Kind, Receiver: fn.Receiver, receivers: disc.receivers[fn.Ladder], callees: disc.callees[fn.Ladder], Doctests: fn.Doctests,
+				TestCase: fn.TestCase})
 		}
 	}
 	return probes
@@ -511,8 +515,12 @@ func private(name string) bool {
 }
 
 // signatureProblem says why the ladder cannot call a function, or "".
-// testCaseSkip is why a test case's methods are not probed.
-const testCaseSkip = "a test case: its runner gives it setUp and tearDown, which a call on a bare instance would not have"
+// testCaseSkip is why a test case's methods are not probed; with
+// --tests, testHelperSkip why its fixtures and helpers are not.
+const (
+	testCaseSkip   = "a test case: its runner gives it setUp and tearDown, which a call on a bare instance would not have (--tests runs its test methods so)"
+	testHelperSkip = "a test case's fixture or helper: --tests calls its test methods only, each through setUp and tearDown"
+)
 
 func signatureProblem(fn discoveredFunction) string {
 	switch {

@@ -605,3 +605,39 @@ func TestReceiversThatBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestTestsRunThroughTheirRunner: with Tests, a test method is called as
+// its runner calls it, fixtures and all, so one that needs setUp passes
+// every time, and a flaky one (hash order) is a finding; a test case's
+// helpers stay unprobed.
+func TestTestsRunThroughTheirRunner(t *testing.T) {
+	testenv.Integration(t)
+	var opts engine.Options
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.SmellRuns, o.Seed, o.Tests = 4, -1, 3, true; opts = *o }, "testdata/flakytests")
+	for _, id := range []string{"tests/test_things.py::TestWithFixtures.test_uses_setup", "tests/test_things.py::TestPytestStyle.test_count"} {
+		if f := fn(t, rep, id); f.Verdict != engine.VerdictDeterministic || f.Rungs.Answered == 0 {
+			t.Errorf("%s: %s, %d rungs answered: %s", id, f.Verdict, f.Rungs.Answered, f.Reason)
+		}
+	}
+	flaky := fn(t, rep, "tests/test_things.py::TestWithFixtures.test_flaky")
+	if flaky.Verdict != engine.VerdictNondeterministic || !slices.Contains(flaky.Causes, "hash-seed") {
+		t.Errorf("the flaky test: %s, causes %v: %s", flaky.Verdict, flaky.Causes, flaky.Reason)
+	}
+	if f := fn(t, rep, "tests/test_things.py::TestWithFixtures.helper"); f.Verdict != engine.VerdictNotProbed || !strings.Contains(f.Reason, "helper") {
+		t.Errorf("a test case's helper: %s: %s", f.Verdict, f.Reason)
+	}
+	if flaky.Witness != nil {
+		replayed, _, err := engine.Replay(context.Background(), opts, rep, flaky.ID, ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(replayed) != 2 || replayed[0].Value == replayed[1].Value {
+			t.Errorf("replay of the flaky test: %+v", replayed)
+		}
+	}
+	// Without Tests, none of it is probed.
+	rep = scan(t, func(o *engine.Options) { o.Runs, o.SmellRuns, o.Seed = 2, -1, 3 }, "testdata/flakytests")
+	if rep.Census.TestCases != 8 || rep.Census.Probed != 0 {
+		t.Errorf("without tests: census %+v", rep.Census)
+	}
+}

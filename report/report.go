@@ -386,7 +386,7 @@ func (c *Census) count(f *Function) {
 	if method {
 		c.Methods++
 	}
-	if f.TestCase {
+	if f.TestCase && f.Verdict == VerdictNotProbed {
 		c.TestCases++
 	}
 	if f.Verdict != VerdictNotProbed && f.Verdict != "" {

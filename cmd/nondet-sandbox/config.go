@@ -71,6 +71,7 @@ var configKeys = []configKey{
 	{name: "per-file-ignores", trust: shapesReport},
 	{name: "order-free", trust: shapesReport},
 	{name: "private", trust: shapesReport},
+	{name: "tests", trust: shapesReport},
 	{name: "smell-runs", trust: shapesReport},
 	{name: "format", trust: shapesReport},
 	{name: "package", trust: shapesReport},

@@ -35,6 +35,7 @@ type runOptions struct {
 	runs    int
 	seed    uint64
 	private bool
+	tests   bool
 	quiet   bool
 	verbose bool
 	// forceExclude applies the excludes to named files too.
@@ -91,6 +92,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
 	fs.Uint64Var(&o.seed, "seed", 0, "reproduce a whole scan's conditions; a new one is drawn and printed in the report when not given")
 	fs.BoolVar(&o.private, "private", false, "also probe functions whose names start with an underscore")
+	fs.BoolVar(&o.tests, "tests", false, "also probe test cases' test methods, each as its runner calls it (setUp, the test, tearDown) on a fresh instance: a flaky test is a finding")
 	fs.BoolVar(&o.measure, "measure", false, "add each worker's peak memory to the report (which then differs from scan to scan)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no progress on standard error")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "say on standard error what each phase (discovering, probing, attributing, confirming) took, where its interpreters' time went and which functions were slowest")
@@ -313,7 +315,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr 
 	eo := engine.Options{
 		VerdictCache: verdicts, CacheSecret: secret, CacheKey: opts.sandboxOptions.cacheKey(rt),
 		Runtime: rt, Python: opts.python, Runs: opts.runs, Jobs: opts.jobs, Seed: seed,
-		Unsafe: opts.unsafe, Private: opts.private, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), ExplainBudget: opts.explainBudget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
+		Unsafe: opts.unsafe, Private: opts.private, Tests: opts.tests, CallTimeout: opts.callTimeout, IdleTimeout: opts.idleTimeout, FunctionBudget: opts.budget(), ExplainBudget: opts.explainBudget(), SmellRuns: smellRuns(opts.smellRuns), OrderFree: opts.orderFree,
 		Limits:   opts.limits(),
 		CacheDir: cache, Version: version, CallerHashSeed: os.Getenv("PYTHONHASHSEED"),
 		Notes: stderr, Measure: opts.measure, LocationBase: locationBase(),

@@ -17,6 +17,7 @@ from .addresses import new_answer
 from .canon import NoCanon, _typename, answer, canon_text, raised
 from .ladder import BUILT, Built, _callback, rungs_of
 from .state import ProcessState, _import
+from .testcases import TestCall
 
 
 def run_calls(plan, ch, lo, hi, skip, mark):
@@ -85,7 +86,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         base = own[ri]
         if isinstance(target, _Method):
             recv, base = base
-            target = _OnFresh(target, recv, mod)
+            target = TestCall(target) if fn.get("test_case") else _OnFresh(target, recv, mod)
         threads = threading.active_count()
         before = set(threading.enumerate()) if threads > 1 else None
         rec = {"k": "r", "i": idx}

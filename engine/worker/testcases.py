@@ -39,3 +39,54 @@ def test_classes(rel, classes):
         if any(n.endswith("TestCase") or n in found for n in bases) or (in_tests and c.name.startswith("Test")):
             found.add(c.name)
     return found
+
+
+class TestCall:
+    """A test method called as its runner calls it (--tests), each call on
+    a fresh instance: unittest's setUpClass, setUp, the method, tearDown,
+    its cleanups, tearDownClass; pytest's setup_class, setup_method, the
+    method, teardown_method, teardown_class. A fixture that raises before
+    the method runs is the receiver's constructor raising (its answer ends
+    " (constructor)"); the method's own answer, or what it raised
+    (AssertionError: it failed), is the call's."""
+
+    def __init__(self, method):
+        self.method = method
+        self.__wrapped__ = method.func
+
+    def __call__(self, *args):
+        from .calls import ConstructorRaised  # loaded already: calls imports this module
+        m = self.method
+        cls = m.cls
+        unit = any(c.__name__ == "TestCase" and c.__module__ == "unittest.case" for c in cls.__mro__)
+        hooks = ("setUpClass", "tearDownClass") if unit else ("setup_class", "teardown_class")
+        try:
+            _hook(cls, hooks[0])
+        except BaseException as e:
+            raise ConstructorRaised(e) from None
+        try:
+            try:
+                inst = cls(m.attr) if unit else cls()
+                test = getattr(inst, m.attr)
+                if unit:
+                    _hook(inst, "setUp")
+                else:
+                    _hook(inst, "setup_method", test)
+            except BaseException as e:
+                raise ConstructorRaised(e) from None
+            try:
+                return test(*args)
+            finally:
+                if unit:
+                    _hook(inst, "tearDown")
+                    inst.doCleanups()
+                else:
+                    _hook(inst, "teardown_method", test)
+        finally:
+            _hook(cls, hooks[1])
+
+
+def _hook(obj, name, *args):
+    hook = getattr(obj, name, None)
+    if callable(hook):
+        hook(*args)

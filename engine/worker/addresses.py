@@ -16,11 +16,15 @@ import re
 # The numbers worth a look: hex with 0x (6 to 12 digits: user space ends
 # below 2**47), bare hex of 8 to 12 digits, decimal of 9 to 15, each not
 # part of a longer word (a digest, an identifier). Shorter ones are small
-# numbers; a 7-digit bare hex is a short commit id.
+# numbers; a 7-digit bare hex is a short commit id. A bare number after
+# "-" or "_" ends a made-up name (a temporary folder's: mkdtemp's
+# nondet-sandbox-1a2b3c4d-2718281828), never an address's spelling: on an
+# interpreter built without PIE, whose heap lies low, such a name's number
+# fell in a mapping now and then.
 _NUMBER = re.compile(
     r"0[xX]([0-9a-fA-F]{6,12})(?![0-9a-zA-Z])"
-    r"|(?<![0-9a-zA-Z])([0-9a-fA-F]{8,12})(?![0-9a-zA-Z])"
-    r"|(?<![0-9a-zA-Z.])([0-9]{9,15})(?![0-9a-zA-Z])")
+    r"|(?<![0-9a-zA-Z_-])([0-9a-fA-F]{8,12})(?![0-9a-zA-Z])"
+    r"|(?<![0-9a-zA-Z._-])([0-9]{9,15})(?![0-9a-zA-Z])")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 
 # This process's mappings as sorted (starts, ends), read when first needed

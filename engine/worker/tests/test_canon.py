@@ -170,3 +170,17 @@ class Lazy(unittest.TestCase):
             def __repr__(self):
                 return "<missing>"
         self.assertTrue(v(Missing()).endswith(":<missing>"))
+
+
+class MadeUpNames(unittest.TestCase):
+    def test_a_temporary_folder_s_numbers_are_no_address(self):
+        from .. import addresses
+        real = addresses.is_address
+        addresses.is_address = lambda n: True  # every number would be one
+        try:
+            self.assertFalse(addresses.has_address("/tmp/nondet-sandbox-1a2b3c4d-2718281828/home/probe"))
+            self.assertFalse(addresses.has_address("run_2718281828"))
+            self.assertTrue(addresses.has_address("memory:7f3a12345678"))
+            self.assertTrue(addresses.has_address("<x at 0x7f3a12345678>"))
+        finally:
+            addresses.is_address = real

@@ -216,6 +216,9 @@ type shard struct {
 	// alone runs each function in a lone run of its own: a child of the
 	// worker that imports only its module and calls only it.
 	alone bool
+	// trace asks for each function's last call (its upTo rung) to be
+	// traced line by line.
+	trace bool
 }
 
 // shardCalls is about how many calls make a shard worth an interpreter of

@@ -54,6 +54,8 @@ type outcome struct {
 	// receiver is a digest of the instance a method was called on, when
 	// a callee other than its class built it.
 	receiver string
+	// trace is the call's line events, when the plan asked for them.
+	trace *callTrace
 }
 
 // reach is whether a call entered the function's own frame.
@@ -194,6 +196,8 @@ type planFunction struct {
 	Doctests [][]string `json:"doctests,omitempty"`
 	// TestCase: a test method, called as its runner calls it (--tests).
 	TestCase bool `json:"test_case,omitempty"`
+	// Trace is the rung whose call is traced line by line (see diverge).
+	Trace *int `json:"trace,omitempty"`
 }
 
 type workerPlan struct {
@@ -255,8 +259,12 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 			modOf = append(modOf, p.Module)
 			plan.Modules = append(plan.Modules, planModule{Index: len(plan.Modules), Root: x.inside(p.File.Root), Name: p.File.Name, Path: x.inside(p.File.Path)})
 		}
-		plan.Functions = append(plan.Functions, planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree,
-			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests, TestCase: p.TestCase})
+		pf := planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree,
+			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests, TestCase: p.TestCase}
+		if rung, ok := sh.upTo[p.Index]; ok && sh.trace {
+			pf.Trace = &rung
+		}
+		plan.Functions = append(plan.Functions, pf)
 	}
 	plan.Calls, plan.Segments = sh.callPlan(rc, ladder)
 	drops := x.dropPastLimit(sh, rc, &plan, run, res)
@@ -506,7 +514,7 @@ func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[ca
 func (a *shardRun) answered(call int, rec record) {
 	ri := a.plan.Calls[call][1]
 	x := a.x
-	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2), receiver: rec.Receiver}
+	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2), receiver: rec.Receiver, trace: rec.Trace}
 	switch {
 	case rec.Excluded != "":
 		o = outcome{kind: excluded, detail: rec.Excluded}

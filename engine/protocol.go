@@ -29,7 +29,8 @@ import (
 //	                                                 v "E:<Type> (constructor)"; us the
 //	                                                 microseconds it took, breakers included;
 //	                                                 rv a digest of the receiver when another
-//	                                                 callee built it
+//	                                                 callee built it; tr, for a call the plan
+//	                                                 asked to trace, its line events (tracing.py)
 //	nc      probe     i why                          call i's function is not callable
 //	ob      probe     i us below                     call i is not made: its function has spent
 //	                                                 us microseconds in calls this run, its
@@ -83,6 +84,7 @@ type record struct {
 	Reached   *int       `json:"rb"`
 	Sandbox   string     `json:"sx"`
 	Receiver  string     `json:"rv"`
+	Trace     *callTrace `json:"tr"`
 	Tampered  bool       `json:"t"`
 	TimedOut  bool       `json:"to"`
 	Micros    int64      `json:"us"`

@@ -94,6 +94,11 @@ func ScanSources(ctx context.Context, opts Options, src *Sources) (*report.Repor
 			s.confirm(ctx, pending, results, disc.ladder)
 			endConfirm()
 		}
+		if ctx.Err() == nil {
+			endDiverge := s.ex.phase("tracing")
+			s.diverge(ctx, probes, disc.ladder)
+			endDiverge()
+		}
 	}
 	if ctx.Err() != nil {
 		rep.Partial = true

@@ -641,3 +641,46 @@ func TestTestsRunThroughTheirRunner(t *testing.T) {
 		t.Errorf("without tests: census %+v", rep.Census)
 	}
 }
+
+// TestWhereTwoRunsParted: each finding of the fixtures is traced in its
+// witness's two runs, and the first line at which they parted is named:
+// the scanned line, and for a value a library computed, that library's
+// line too.
+func TestWhereTwoRunsParted(t *testing.T) {
+	testenv.Integration(t)
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.Seed = 3, 3 }, "../fixtures/known.py", "../fixtures/causes.py")
+	for _, c := range []struct {
+		id      string
+		line    int
+		kind    string
+		library string
+	}{
+		{"known.py::dedup_unsorted", 26, "return", ""},       // hash order: list(set(items))
+		{"known.py::now_iso", 69, "return", ""},              // the clock
+		{"known.py::format_decimal", 96, "return", "locale"}, // the locale, through locale.py
+		{"known.py::epoch_year", 53, "return", ""},           // the timezone
+		{"known.py::random_token", 73, "return", ""},         // an unseeded RNG
+		{"known.py::object_id", 77, "return", ""},            // id()
+		{"known.py::pid_tag", 100, "return", ""},             // the process id
+		{"causes.py::from_home", 66, "return", ""},           // HOME
+		{"causes.py::from_umask", 56, "data", ""},            // mask = os.umask(0)
+	} {
+		f := fn(t, rep, c.id)
+		if f.Witness == nil || f.Witness.DivergedAt == nil {
+			t.Errorf("%s: no divergence: %+v", c.id, f.Witness)
+			continue
+		}
+		d := f.Witness.DivergedAt
+		if d.Line != c.line || d.Kind != c.kind || d.Source == "" || len(d.Values) != 2 || d.Values[0] == d.Values[1] {
+			t.Errorf("%s: diverged at %s (%s), want line %d (%s)", c.id, d, d.Kind, c.line, c.kind)
+		}
+		if c.library != "" && (d.Library == nil || !strings.Contains(d.Library.File, c.library)) {
+			t.Errorf("%s: the library line %+v, want one in %s", c.id, d.Library, c.library)
+		}
+	}
+	for _, id := range []string{"causes.py::from_repeat"} {
+		if f := fn(t, rep, id); f.Witness == nil || f.Witness.DivergedAt != nil || f.Witness.NoDivergence == "" {
+			t.Errorf("%s: a repeat finding says why it has no divergence: %+v", id, f.Witness)
+		}
+	}
+}

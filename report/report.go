@@ -242,6 +242,61 @@ type Witness struct {
 	// same input twice) or "dict-order" (the second answer is to the input
 	// with every dict in reversed key order).
 	Breaker string `json:"breaker,omitempty"`
+	// DivergedAt is where the witness's two runs parted: the first line
+	// at which the call, traced in each run's conditions, took another
+	// line or held another value. An explanation, never the verdict.
+	DivergedAt *Divergence `json:"diverged_at,omitempty"`
+	// NoDivergence says why there is no DivergedAt, when it was sought.
+	NoDivergence string `json:"no_divergence,omitempty"`
+}
+
+// Divergence is the first event at which two traced runs of one call
+// parted.
+type Divergence struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+	// Kind: "control" (after this line the runs went on at other lines),
+	// "data" (this line gave Local two values) or "return" (the frame
+	// returned two values from this line).
+	Kind  string `json:"kind"`
+	Local string `json:"local,omitempty"`
+	// Values are the two runs' (witness order): the local's or return's
+	// canonical values, or for control where each went next ("line 12").
+	Values []string `json:"values"`
+	Source string   `json:"source,omitempty"`
+	// Library is, for a divergence in the scanned tree, the library line
+	// that handed it the differing value (the last divergence outside
+	// the tree before it); Under, for a divergence found only outside the
+	// tree, the scanned line it was reached from.
+	Library *Divergence `json:"library,omitempty"`
+	Under   *Divergence `json:"under,omitempty"`
+}
+
+// String is a divergence as one line: "shapes.py:22  for name in
+// set(names):  name "gamma" then "alpha"".
+func (d *Divergence) String() string {
+	where := fmt.Sprintf("%s:%d", d.File, d.Line)
+	if d.Source != "" {
+		where += "  " + d.Source
+	}
+	what := ""
+	switch d.Kind {
+	case "control":
+		what = "then " + d.Values[0] + " in one run, " + d.Values[1] + " in the other"
+	case "return":
+		what = "returned " + d.Values[0] + " then " + d.Values[1]
+	default:
+		what = d.Local + " " + d.Values[0] + " then " + d.Values[1]
+	}
+	s := where + "  " + what
+	if d.Under != nil {
+		s += fmt.Sprintf(" (under %s:%d)", d.Under.File, d.Under.Line)
+	}
+	if d.Library != nil {
+		s += fmt.Sprintf(" (from %s:%d)", d.Library.File, d.Library.Line)
+	}
+	return s
 }
 
 // Input is the witness's input as people read it: (args), and for a

@@ -362,6 +362,11 @@ func (p *printer) witness(r *Report, f *Function, wt *Witness, causes []string) 
 			p.f("           run %d: %s\n           run %d: %s\n", a.ID, a.Describe(), b.ID, b.Describe())
 		}
 	}
+	if d := wt.DivergedAt; d != nil {
+		p.f("         diverged at %s\n", clip(d.String(), 200))
+	} else if wt.NoDivergence != "" {
+		p.f("         no divergence line: %s\n", wt.NoDivergence)
+	}
 }
 
 // shown is a condition's value in a sentence: "none" when it has none.

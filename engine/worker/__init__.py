@@ -52,7 +52,8 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               v "E:<Type> (constructor)"; us the
                                               microseconds it took, breakers included;
                                               rv a digest of the receiver when another
-                                              callee built it
+                                              callee built it; tr, for a call the plan
+                                              asked to trace, its line events (tracing)
   nc       probe     i why                    call i's function is not callable
   ob       probe     i us below               call i is not made: its function has spent
                                               us microseconds in calls this run, its

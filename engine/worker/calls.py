@@ -17,6 +17,7 @@ from .addresses import new_answer
 from .canon import NoCanon, _typename, answer, canon_text, raised
 from .ladder import BUILT, Built, _callback, rungs_of
 from .state import ProcessState, _import
+from . import tracing
 from .testcases import TestCall
 
 
@@ -92,7 +93,18 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         rec = {"k": "r", "i": idx}
         reach = []
         t0 = _clock()
-        v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
+        if fn.get("trace") == ri:
+            # The witness call, to name where two runs parted: once,
+            # under the tracer, no breakers.
+            tr = tracing.start()
+            try:
+                v, free, why = call(target, base, reach)
+            finally:
+                rec["tr"] = tracing.stop(tr)
+            state.restore()
+            breaker = v2 = None
+        else:
+            v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)
         if _getpid() != me:
             # A process the call forked (os.fork, pty.fork) returned into
             # the probe: only the caller speaks for the call.

@@ -15,7 +15,7 @@ from .channel import MARK_POLL
 _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
     "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int, "below": int},
-    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "us": int},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "tr": dict, "us": int},
     "end": {"f": list},
 }
 MAX_RECORD = 1 << 20

@@ -33,19 +33,7 @@ func (s *scan) confirm(ctx context.Context, pending []*probe, main *results, lad
 		// The findings whose witnesses compare the same two runs share a
 		// container per run: each function runs in a child of its own.
 		keys, groups := byWitnessRuns(pending)
-		var tasks []task
-		res := map[[2]int]*results{}
-		for _, key := range keys {
-			var runs []sandbox.RunConditions
-			for _, run := range key {
-				rc := s.runs[run]
-				rc.ID, rc.Purpose = -1, "confirm"
-				runs = append(runs, rc)
-			}
-			shards := loneShards(groups[key], s.ex.opts.Jobs)
-			res[key] = s.ex.newRunResults(shards, len(runs), ladder)
-			tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
-		}
+		tasks, res := s.loneTasks(keys, groups, "confirm", false, ladder)
 		s.ex.runPool(ctx, tasks)
 		if ctx.Err() != nil {
 			return
@@ -111,6 +99,30 @@ func judgeAlone(a, b outcome, repeat bool, prev string, seen bool) aloneVerdict 
 
 // loneShards spreads functions over up to jobs lone shards, so a group's
 // lone runs use every core.
+// loneTasks are, for each pair of witness runs (keys), interpreters
+// under each of the two runs' conditions that call each of the group's
+// functions alone, up to its witness rung (traced, with trace), and where
+// their outcomes go.
+func (s *scan) loneTasks(keys [][2]int, groups map[[2]int][]*probe, purpose string, trace bool, ladder ladders) ([]task, map[[2]int]*results) {
+	var tasks []task
+	res := map[[2]int]*results{}
+	for _, key := range keys {
+		var runs []sandbox.RunConditions
+		for _, run := range key {
+			rc := s.runs[run]
+			rc.ID, rc.Purpose = -1, purpose
+			runs = append(runs, rc)
+		}
+		shards := loneShards(groups[key], s.ex.opts.Jobs)
+		for _, sh := range shards {
+			sh.trace = trace
+		}
+		res[key] = s.ex.newRunResults(shards, len(runs), ladder)
+		tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
+	}
+	return tasks, res
+}
+
 func loneShards(ps []*probe, jobs int) []*shard {
 	n := max(1, min(jobs, len(ps)))
 	shards := make([]*shard, n)

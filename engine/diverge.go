@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
-	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // callTrace is a traced call's line events, as the worker's tracing.py
@@ -83,22 +82,7 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 		return
 	}
 	keys, groups := byWitnessRuns(findings)
-	var tasks []task
-	res := map[[2]int]*results{}
-	for _, key := range keys {
-		var runs []sandbox.RunConditions
-		for _, run := range key {
-			rc := s.runs[run]
-			rc.ID, rc.Purpose = -1, "diverge"
-			runs = append(runs, rc)
-		}
-		shards := loneShards(groups[key], s.ex.opts.Jobs)
-		for _, sh := range shards {
-			sh.trace = true
-		}
-		res[key] = s.ex.newRunResults(shards, len(runs), ladder)
-		tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
-	}
+	tasks, res := s.loneTasks(keys, groups, "diverge", true, ladder)
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
 		return

@@ -116,15 +116,24 @@ func blankProcessValues(t *testing.T, data []byte) string {
 			process[f.ID] = process[f.ID] || c == "process" || c == "clock" // a clock moves between any two runs
 		}
 	}
-	// Blank the answer values inside the functions moved by the process.
+	// Blank the answer values inside the functions moved by the process,
+	// and the two values where their runs parted.
 	var b strings.Builder
-	current := ""
+	current, inValues := "", false
 	for _, line := range strings.Split(string(data), "\n") {
 		if m := regexp.MustCompile(`^\s*"id": "(.*)",$`).FindStringSubmatch(line); m != nil {
 			current = m[1]
 		}
 		if process[current] {
 			line = valueField.ReplaceAllString(line, `"value": "…"`)
+			switch t := strings.TrimSpace(line); {
+			case strings.HasPrefix(t, `"values": [`):
+				inValues = !strings.HasSuffix(t, "],") && !strings.HasSuffix(t, "]")
+			case inValues && strings.HasPrefix(t, "]"):
+				inValues = false
+			case inValues:
+				line = "…"
+			}
 		}
 		b.WriteString(line + "\n")
 	}

@@ -11,6 +11,7 @@ import enum as _enum
 import importlib.util
 import io
 import pathlib
+import fcntl as _fcntl
 import socket as _socket
 import types as _types
 
@@ -325,12 +326,17 @@ _SOCKET_LINES = b"alpha\r\nbeta\r\n"
 
 
 def _connected():
+    """The socket, on a descriptor above those code under test uses: a low
+    one it took could be the one a call closes and the next expects
+    (the worker's own Channel(0) dups and closes descriptor 3)."""
     a, b = _socket.socketpair()
     try:
         b.sendall(_SOCKET_LINES)
+        fd = _fcntl.fcntl(a.fileno(), _fcntl.F_DUPFD_CLOEXEC, 1000)
     finally:
         b.close()
-    return _Socket(fileno=a.detach())
+        a.close()
+    return _Socket(fileno=fd)
 BUILT = {}
 
 

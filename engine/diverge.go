@@ -120,28 +120,67 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 // firstDivergence compares two traces of one call event by event and
 // names the first place they differ inside the scanned tree (rel): in
 // what a line set (data), what a frame returned, or where the runs went
-// on (control), with the last library divergence that led to it (the
-// value a library call handed the scanned line). Where the runs part in
-// a library first and never in the tree, or take other lines there, the
-// library's line is given, Under the scanned line it was reached from.
-// why says why there is none.
+// on (control), with the library divergence that led to it (the value a
+// library call handed the scanned line). Where two runs take other lines
+// inside a library call, the comparison goes on from where that call
+// returns to the tree: its own lines there are the library's (a random
+// loop runs as often as its draws say), and only what it returned is
+// the tree's. Where the runs part in a library and never in the tree,
+// the library's line is given, Under the scanned line it was reached
+// from. why says why there is none.
 func firstDivergence(a, b *callTrace, rel map[string]string) (*report.Divergence, string) {
-	n := min(len(a.Events), len(b.Events))
-	var lib *report.Divergence
+	ea, eb := a.Events, b.Events
+	var lib, libBefore *report.Divergence // libBefore: lib as the tree's last line left it
 	libAt := -1
-	for i := 0; i < n; i++ {
-		x, y := &a.Events[i], &b.Events[i]
+walk:
+	for i, j := 0, 0; i < len(ea) && j < len(eb); i, j = i+1, j+1 {
+		x, y := &ea[i], &eb[j]
+		if _, ok := rel[x.File]; ok {
+			libBefore = lib
+		}
 		var d *report.Divergence
-		control := false
 		switch {
 		case !x.at(y):
-			if i == 0 {
+			if i == 0 || j == 0 {
 				return nil, "the two traces start apart"
 			}
-			prev := &a.Events[i-1]
+			// The runs parted after the last event they shared: a line,
+			// or a return, whose caller's line then went on.
+			k := i - 1
+			if ea[k].Kind == "r" {
+				k = callerIndex(ea, k)
+			}
+			if k < 0 {
+				return nil, "the two traces part where no line of theirs was traced"
+			}
+			prev := &ea[k]
 			d = &report.Divergence{File: prev.File, Line: prev.Line, Function: prev.Function, Kind: "control",
 				Values: []string{fmt.Sprintf("line %d", x.Line), fmt.Sprintf("line %d", y.Line)}}
-			control = true
+			if r, ok := rel[d.File]; ok {
+				d.File, d.Library = r, lib
+				return d, ""
+			}
+			top := scannedCallerIndex(ea, k, rel)
+			ri, rj := -1, -1
+			if top >= 0 {
+				ri, rj = returnIndex(ea, i, ea[top].Depth+1), returnIndex(eb, j, ea[top].Depth+1)
+			}
+			if ri < 0 || rj < 0 {
+				// No tree frame to come back to, or a bound cut the call.
+				d.File = libraryPath(d.File)
+				lib, libAt = d, k
+				break walk
+			}
+			ra, rb := &ea[ri], &eb[rj]
+			if ra.Value != rb.Value {
+				lib = &report.Divergence{File: libraryPath(ra.File), Line: ra.Line, Function: ra.Function, Kind: "return",
+					Values: []string{ra.Value, rb.Value}}
+				libAt = ri
+			} else {
+				lib = libBefore // what parted inside gave the tree nothing new
+			}
+			i, j = ri, rj
+			continue
 		case x.Kind == "r" && x.Value != y.Value:
 			d = &report.Divergence{File: x.File, Line: x.Line, Function: x.Function, Kind: "return", Values: []string{x.Value, y.Value}}
 		case x.Kind == "l":
@@ -152,8 +191,8 @@ func firstDivergence(a, b *callTrace, rel map[string]string) (*report.Divergence
 					// A frame's first line: its arguments came from the
 					// line that called it.
 					d.File, d.Line, d.Function = x.File, x.Line, x.Function
-					if c := callerOf(a.Events, i); c != nil {
-						d.File, d.Line, d.Function = c.File, c.Line, c.Function
+					if c := callerIndex(ea, i); c >= 0 {
+						d.File, d.Line, d.Function = ea[c].File, ea[c].Line, ea[c].Function
 					}
 				}
 			}
@@ -166,45 +205,57 @@ func firstDivergence(a, b *callTrace, rel map[string]string) (*report.Divergence
 			d.Library = lib
 			return d, ""
 		}
+		d.File = libraryPath(d.File)
 		lib, libAt = d, i
-		lib.File = libraryPath(lib.File)
-		if control {
-			break
-		}
 	}
 	if lib != nil {
-		lib.Under = scannedCaller(a.Events, libAt, rel)
+		if k := scannedCallerIndex(ea, libAt, rel); k >= 0 {
+			lib.Under = &report.Divergence{File: rel[ea[k].File], Line: ea[k].Line, Function: ea[k].Function}
+		}
 		return lib, ""
 	}
 	if a.Cut || b.Cut {
-		return nil, fmt.Sprintf("the traces agree for the %d events their bound kept", n)
+		return nil, fmt.Sprintf("the traces agree for the %d events their bound kept", min(len(ea), len(eb)))
 	}
 	return nil, "under the tracer the two runs took the same lines and held the same values: it moves only untraced"
 }
 
-// callerOf is the event of the line that called event i's frame.
-func callerOf(events []traceEvent, i int) *traceEvent {
+// callerIndex is the index of the line that called event i's frame, or
+// -1.
+func callerIndex(events []traceEvent, i int) int {
 	for j := i - 1; j >= 0; j-- {
 		if events[j].Depth < events[i].Depth {
-			return &events[j]
+			return j
 		}
 	}
-	return nil
+	return -1
 }
 
-// scannedCaller is the scanned tree's line event i, in a library, was
-// reached from: the last event before it, less deep, in the tree.
-func scannedCaller(events []traceEvent, i int, rel map[string]string) *report.Divergence {
+// scannedCallerIndex is the index of the scanned tree's line that event
+// i, in a library, was reached from: the last event before it, less
+// deep, in the tree; or -1.
+func scannedCallerIndex(events []traceEvent, i int, rel map[string]string) int {
 	depth := events[i].Depth
 	for j := i - 1; j >= 0; j-- {
 		if e := &events[j]; e.Depth < depth {
-			if r, ok := rel[e.File]; ok {
-				return &report.Divergence{File: r, Line: e.Line, Function: e.Function}
+			if _, ok := rel[e.File]; ok {
+				return j
 			}
 			depth = e.Depth
 		}
 	}
-	return nil
+	return -1
+}
+
+// returnIndex is the index, from i on, of the first return of a frame
+// at depth, or -1 when the trace ends first.
+func returnIndex(events []traceEvent, i, depth int) int {
+	for ; i < len(events); i++ {
+		if events[i].Kind == "r" && events[i].Depth == depth {
+			return i
+		}
+	}
+	return -1
 }
 
 func firstChanged(x, y map[string]string) string {

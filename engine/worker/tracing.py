@@ -48,6 +48,7 @@ class Trace:
         self.depth = 0
         self.until = _clock() + MAX_SECONDS
         self.frames = {}  # id(frame) -> [last line, {name: text}]
+        self.importing = 0  # module bodies being imported, untraced
 
     def _add(self, ev):
         if self.cut:
@@ -74,8 +75,25 @@ class Trace:
         name = frame.f_code.co_filename
         # The worker's own frames, and frozen ones (the import system):
         # what they hold differs between any two processes.
-        if self.cut or name.startswith(_OWN) or name.startswith("<"):
+        if self.cut or self.importing or name.startswith(_OWN) or name.startswith("<"):
             return None
+        back = frame.f_back
+        if frame.f_code.co_name == "<module>" and back is not None and back.f_code.co_name == "_call_with_frames_removed":
+            # A module imported during the call: its body, and all it
+            # calls, read the process around them (the environment, the
+            # file system), not the call's input. What it bound shows at
+            # the line that reads it; tracing it only spends the bound.
+            self.importing += 1
+            frame.f_trace_lines = False
+            return self._imported
+        return self._entered(frame)
+
+    def _imported(self, frame, event, arg):
+        if event == "return":
+            self.importing -= 1
+        return self._imported
+
+    def _entered(self, frame):
         self.frames[id(frame)] = [0, {}]  # from 0: its caller's line handed it its arguments
         self.depth += 1
         return self.local_trace

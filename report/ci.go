@@ -25,12 +25,26 @@ func findingText(f *Function) string {
 	if len(f.Causes) > 0 {
 		text += "; causes: " + strings.Join(f.Causes, ", ")
 	}
+	if d := w.DivergedAt; d != nil {
+		text += "; diverged at " + clip(d.String(), 200)
+	}
 	return text
 }
 
+// annotationAt is where a finding's annotation goes: the scanned line at
+// which its runs parted, else its def.
+func annotationAt(f *Function, where func(id string) string, file func(string) string) (string, int) {
+	if f.Verdict == VerdictNondeterministic && f.Witness != nil {
+		if d := f.Witness.TreeLine(); d != nil && d.Line > 0 {
+			return file(d.File), d.Line
+		}
+	}
+	return where(f.ID), max(f.Line, 1)
+}
+
 // WriteGitHub writes GitHub Actions workflow commands: a warning per
-// finding at its file and def line (an annotation on the pull request), a
-// notice per look, and a summary line.
+// finding at the line where its runs parted, else its def (an annotation
+// on the pull request), a notice per look, and a summary line.
 //
 // The runner takes any line that starts with "::" (after white space) for
 // a command, and "##[" anywhere in a line for a legacy one (add-mask,
@@ -41,7 +55,7 @@ func findingText(f *Function) string {
 // cannot end the line; and the summary line starts with the tool's name
 // escaped as a property, which holds no ":" at all.
 func WriteGitHub(w io.Writer, r *Report, opts TextOptions) error {
-	where := r.locator()
+	where, file := r.locator(), r.fileLocator()
 	var b strings.Builder
 	fs := slices.Clone(r.Functions)
 	byPlace(fs)
@@ -59,7 +73,8 @@ func WriteGitHub(w io.Writer, r *Report, opts TextOptions) error {
 		default:
 			continue
 		}
-		fmt.Fprintf(&b, "::%s file=%s,line=%d,title=%s::%s\n", kind, ghProperty(where(f.ID)), max(f.Line, 1), ghProperty(title), ghData(text))
+		at, line := annotationAt(f, where, file)
+		fmt.Fprintf(&b, "::%s file=%s,line=%d,title=%s::%s\n", kind, ghProperty(at), line, ghProperty(title), ghData(text))
 	}
 	c := r.Census
 	fmt.Fprintf(&b, "%s: %d nondeterministic, %d deterministic, %d look, %d not probed\n", ghProperty(r.Tool.Name), c.Nondeterministic, c.Deterministic, c.Look, c.NotProbed)
@@ -171,6 +186,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			s.Skipped++
 		case f.Verdict == VerdictNondeterministic:
 			c.Failure = &junitFailure{Message: "nondeterministic", Type: "nondeterministic", Text: findingText(f) + "\n" + witnessConditions(r, f)}
+			// The failure points where the runs parted, as a test
+			// failure points at the assertion.
+			c.File, c.Line = annotationAt(f, where, r.fileLocator())
 			s.Failures++
 		case f.Verdict == VerdictLook || f.Verdict == VerdictNotProbed:
 			c.Skipped = &junitSkipped{Message: f.Verdict + ": " + f.Reason}

@@ -35,7 +35,10 @@ func synthetic() *Report {
 	f := r.AddFunction("pkg/a.py::resolve", 3)
 	f.Verdict, f.Reason, f.Causes, f.Runs = VerdictNondeterministic, "a witness is a fact: this function gave two answers to one input", []string{"hash-seed"}, 6
 	f.Witness = &Witness{Rung: 7, Args: []string{`"alpha"`}, OrderOnly: true,
-		Answers: []Answer{{Run: 0, Value: `V:set["a","l"]`}, {Run: 1, Value: `V:set["l","a"]`}}}
+		Answers: []Answer{{Run: 0, Value: `V:set["a","l"]`}, {Run: 1, Value: `V:set["l","a"]`}},
+		DivergedAt: &Divergence{File: "pkg/a.py", Line: 4, Function: "resolve", Kind: "data", Local: "names",
+			Values: []string{`set["a","l"]`, `set["l","a"]`}, Source: "names = set(word)",
+			Excerpt: &Excerpt{First: 2, Lines: []string{"", "def resolve(word):", "    names = set(word)", "    return names"}}}}
 	f.Smells = []gate.Smell{{Kind: "set-iteration", Call: "iteration over a set", Line: 4}}
 	f.Rungs = RungCounts{Total: 37, Answered: 20, Raised: 17}
 	f = r.AddFunction("pkg/a.py::counter", 9)
@@ -43,7 +46,9 @@ func synthetic() *Report {
 	f.Witness = &Witness{Rung: 0, Args: []string{}, Breaker: BreakerRepeat, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 0, Value: "V:2"}}}
 	f = r.AddFunction("pkg/a.py::both", 12)
 	f.Verdict, f.Causes, f.CauseNote = VerdictNondeterministic, []string{"unattributed"}, "no single varied condition moved it alone; the other run's conditions together did"
-	f.Witness = &Witness{Rung: 0, Args: []string{"0"}, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 1, Value: "V:2"}}}
+	f.Witness = &Witness{Rung: 0, Args: []string{"0"}, Answers: []Answer{{Run: 0, Value: "V:1"}, {Run: 1, Value: "V:2"}},
+		DivergedAt: &Divergence{File: "python3.11/random.py", Line: 242, Function: "_randbelow", Kind: "return", Values: []string{"1", "2"}, Outside: true,
+			Under: &Divergence{File: "pkg/a.py", Line: 13, Function: "both", Source: "return random.randrange(3)"}}}
 	f = r.AddFunction("pkg/a.py::keys", 15)
 	f.Verdict, f.Reason = VerdictDeterministic, "no run disagreed; not a guarantee; raised on 3 of 37 rungs"
 	f.OrderSensitive = &Witness{Rung: 19, Args: []string{`{"red":1,"green":2}`}, Breaker: BreakerDictOrder,

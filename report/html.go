@@ -2,6 +2,7 @@ package report
 
 import (
 	_ "embed"
+	"fmt"
 	"html/template"
 	"io"
 	"slices"
@@ -24,9 +25,52 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 // side, each answer with the conditions of the run that gave it.
 type htmlFinding struct {
 	*Function
-	Where   string
-	Sides   []htmlSide
-	Breaker string
+	Where    string
+	Sides    []htmlSide
+	Breaker  string
+	Diverged *htmlDivergence
+}
+
+// htmlDivergence is where a finding's runs parted: the line, the source
+// around it in the scanned tree, and what each run held or did there.
+type htmlDivergence struct {
+	Where, What string
+	Lines       []htmlLine
+	Values      []string
+}
+
+type htmlLine struct {
+	N    int
+	Text string
+	Here bool
+}
+
+func newHTMLDivergence(d *Divergence) *htmlDivergence {
+	hd := &htmlDivergence{Where: fmt.Sprintf("%s:%d", d.File, d.Line), Values: d.Values}
+	switch d.Kind {
+	case "control":
+		hd.What = "the runs went on at other lines"
+	case "return":
+		hd.What = "it returned"
+	default:
+		hd.What = d.Local + " was set to"
+	}
+	if d.Under != nil {
+		hd.Where += fmt.Sprintf(" (in a library, under %s:%d)", d.Under.File, d.Under.Line)
+	}
+	if d.Library != nil {
+		hd.Where += fmt.Sprintf(" (from %s:%d)", d.Library.File, d.Library.Line)
+	}
+	at := d
+	if d.Outside && d.Under != nil {
+		at = d.Under
+	}
+	if ex := at.Excerpt; ex != nil {
+		for i, text := range ex.Lines {
+			hd.Lines = append(hd.Lines, htmlLine{N: ex.First + i, Text: text, Here: ex.First+i == at.Line})
+		}
+	}
+	return hd
 }
 
 type htmlSide struct {
@@ -125,6 +169,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		var answers []Answer
 		if f.Witness != nil {
 			hf.Breaker, answers = f.Witness.Breaker, f.Witness.Answers
+			if d := f.Witness.DivergedAt; d != nil && len(d.Values) == 2 {
+				hf.Diverged = newHTMLDivergence(d)
+			}
 		}
 		var runs []sandbox.RunConditions
 		for _, a := range answers {

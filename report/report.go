@@ -271,6 +271,31 @@ type Divergence struct {
 	// tree, the scanned line it was reached from.
 	Library *Divergence `json:"library,omitempty"`
 	Under   *Divergence `json:"under,omitempty"`
+	// Outside says the line is outside the scanned tree: a library's.
+	Outside bool `json:"outside,omitempty"`
+	// Excerpt is the scanned source around the line, for the page that
+	// shows it.
+	Excerpt *Excerpt `json:"excerpt,omitempty"`
+}
+
+// Excerpt is lines of a source file from First on.
+type Excerpt struct {
+	First int      `json:"first"`
+	Lines []string `json:"lines"`
+}
+
+// TreeLine is where in the scanned tree a witness's runs parted: the
+// divergence, or for one found only in a library, the scanned line that
+// called it; nil when there is none. Annotations go there.
+func (w *Witness) TreeLine() *Divergence {
+	switch d := w.DivergedAt; {
+	case d == nil:
+		return nil
+	case !d.Outside:
+		return d
+	default:
+		return d.Under
+	}
 }
 
 // String is a divergence as one line: "shapes.py:22  for name in

@@ -14,9 +14,10 @@ import (
 )
 
 // WriteSARIF writes the findings and looks as SARIF 2.1.0, for code
-// scanning in CI: a nondeterministic function is a warning at its def
-// line, with its witness and causes in the message and the properties; a
-// look is a note. Paths are relative to the folder the scan ran in when
+// scanning in CI: a nondeterministic function is a warning at the line
+// where its runs parted (its def a related location), else at its def,
+// with its witness and causes in the message and the properties; a look
+// is a note. Paths are relative to the folder the scan ran in when
 // the scan had one target.
 func WriteSARIF(w io.Writer, r *Report) error {
 	report, err := sarif.New(sarif.Version210)
@@ -31,7 +32,7 @@ func WriteSARIF(w io.Writer, r *Report) error {
 	run.AddRule("look").
 		WithShortDescription(sarif.NewMultiformatMessageString("The input ladder never reached the function's body")).
 		WithFullDescription(sarif.NewMultiformatMessageString("Every rung raised, or no answer had a canonical form: the function was not judged."))
-	where := r.locator()
+	where, locate := r.locator(), r.fileLocator()
 	for _, f := range r.Functions {
 		var rule, level, text string
 		switch f.Verdict {
@@ -43,11 +44,21 @@ func WriteSARIF(w io.Writer, r *Report) error {
 			continue
 		}
 		uri := where(f.ID)
-		loc := sarif.NewPhysicalLocation().
+		def := sarif.NewPhysicalLocation().
 			WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
 			WithRegion(sarif.NewRegion().WithStartLine(max(f.Line, 1)))
-		res := run.CreateResultForRule(rule).WithLevel(level).WithMessage(sarif.NewTextMessage(text)).
-			WithLocations([]*sarif.Location{sarif.NewLocationWithPhysicalLocation(loc)})
+		res := run.CreateResultForRule(rule).WithLevel(level).WithMessage(sarif.NewTextMessage(text))
+		if at, line := annotationAt(f, where, locate); line != max(f.Line, 1) || at != uri {
+			// Where the runs parted is the result; the def, related.
+			loc := sarif.NewPhysicalLocation().
+				WithArtifactLocation(sarif.NewSimpleArtifactLocation(at)).
+				WithRegion(sarif.NewRegion().WithStartLine(line))
+			res.WithLocations([]*sarif.Location{sarif.NewLocationWithPhysicalLocation(loc)})
+			res.AddRelatedLocation(sarif.NewLocationWithPhysicalLocation(def).WithId(1).
+				WithMessage(sarif.NewTextMessage("the def of " + f.ID)))
+		} else {
+			res.WithLocations([]*sarif.Location{sarif.NewLocationWithPhysicalLocation(def)})
+		}
 		// Code scanning tracks a finding across commits by this: the
 		// function's location and name and the rule, never its line.
 		_, name := SplitID(f.ID)
@@ -77,7 +88,6 @@ func WriteSARIF(w io.Writer, r *Report) error {
 	// What the scan could not do, for whoever reads the run: each condition
 	// that was not varied and each module that could not be read.
 	inv := run.AddInvocation(true)
-	locate := r.fileLocator()
 	for _, sk := range r.Skipped {
 		inv.AddToolConfigurationNotification(sarif.NewNotification().WithLevel("note").
 			WithTextMessage(fmt.Sprintf("%s not varied: %s", sk.Condition, sk.Reason)))

@@ -97,25 +97,34 @@ func judgeAlone(a, b outcome, repeat bool, prev string, seen bool) aloneVerdict 
 	return aloneAgree
 }
 
-// loneShards spreads functions over up to jobs lone shards, so a group's
-// lone runs use every core.
 // loneTasks are, for each pair of witness runs (keys), interpreters
 // under each of the two runs' conditions that call each of the group's
 // functions alone, up to its witness rung (traced, with trace), and where
 // their outcomes go.
+//
+// A key whose second run is -1 names one run: a repeat's, whose two
+// answers came from one interpreter.
 func (s *scan) loneTasks(keys [][2]int, groups map[[2]int][]*probe, purpose string, trace bool, ladder ladders) ([]task, map[[2]int]*results) {
 	var tasks []task
 	res := map[[2]int]*results{}
 	for _, key := range keys {
 		var runs []sandbox.RunConditions
 		for _, run := range key {
+			if run < 0 {
+				continue
+			}
 			rc := s.runs[run]
 			rc.ID, rc.Purpose = -1, purpose
 			runs = append(runs, rc)
 		}
 		shards := loneShards(groups[key], s.ex.opts.Jobs)
 		for _, sh := range shards {
-			sh.trace = trace
+			switch {
+			case trace && key[1] < 0:
+				sh.trace = 2
+			case trace:
+				sh.trace = 1
+			}
 		}
 		res[key] = s.ex.newRunResults(shards, len(runs), ladder)
 		tasks = append(tasks, s.ex.tasks(shards, runs, res[key])...)
@@ -123,6 +132,8 @@ func (s *scan) loneTasks(keys [][2]int, groups map[[2]int][]*probe, purpose stri
 	return tasks, res
 }
 
+// loneShards spreads functions over up to jobs lone shards, so a group's
+// lone runs use every core.
 func loneShards(ps []*probe, jobs int) []*shard {
 	n := max(1, min(jobs, len(ps)))
 	shards := make([]*shard, n)

@@ -60,19 +60,20 @@ func (e *traceEvent) at(o *traceEvent) bool {
 	return e.Kind == o.Kind && e.File == o.File && e.Line == o.Line && e.Function == o.Function && e.Depth == o.Depth
 }
 
-// diverge names, for each cross-run finding, the first line at which its
+// diverge names, for each finding, the first line at which its
 // witness's two runs parted: a child per function calls its rungs in the
 // witness run's order up to the witness rung, under each witness run's
-// conditions, the witness call traced line by line; the two traces are
-// compared event by event. It changes no verdict: a function that sees
+// conditions, the witness call traced line by line (a repeat's: its two
+// calls in one child of its run); the two traces are compared event by
+// event. It changes no verdict: a function that sees
 // the tracer is judged by its untraced runs, and a trace that does not
 // part says so.
 func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 	var findings []*probe
 	for _, p := range probes {
 		if w := p.fn.Witness; p.fn.Verdict == VerdictNondeterministic && w != nil {
-			if w.Breaker != "" {
-				w.NoDivergence = "one interpreter gave both answers (" + w.Breaker + "): its two calls are not traced apart yet"
+			if w.Breaker != "" && w.Breaker != report.BreakerRepeat {
+				w.NoDivergence = "one interpreter gave both answers (" + w.Breaker + "), to two inputs: only one input's calls are traced apart"
 				continue
 			}
 			findings = append(findings, p)
@@ -82,36 +83,51 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 		return
 	}
 	keys, groups := byWitnessRuns(findings)
+	// A repeat's two answers came from one interpreter: its witness
+	// call and the call after it are traced there, one run.
+	for _, p := range findings {
+		if w := p.fn.Witness; w.Breaker == report.BreakerRepeat {
+			key := [2]int{w.Answers[0].Run, -1}
+			if _, ok := groups[key]; !ok {
+				keys = append(keys, key)
+			}
+			groups[key] = append(groups[key], p)
+		}
+	}
 	tasks, res := s.loneTasks(keys, groups, "diverge", true, ladder)
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
 		return
 	}
-	rel := map[string]string{} // a scanned file inside the sandbox -> its id's path
+	rel := map[string]string{}   // a scanned file inside the sandbox -> its id's path
+	paths := map[string]string{} // its id's path -> the file
 	for _, f := range s.files {
 		rel[s.ex.inside(f.Path)] = f.Rel
+		paths[f.Rel] = f.Path
 	}
 	for _, key := range keys {
 		for _, p := range groups[key] {
 			w := p.fn.Witness
 			outs := res[key].calls[p.Index][w.Rung]
-			a, b := outs[0].trace, outs[1].trace
-			switch {
-			case a == nil || b == nil:
+			var traces []*callTrace
+			for _, o := range outs {
+				traces = append(traces, o.traces...)
+			}
+			if len(traces) != 2 || traces[0] == nil || traces[1] == nil {
 				why := "it did not answer under the tracer"
 				for _, o := range outs {
-					if o.trace == nil && o.detail != "" {
+					if len(o.traces) == 0 && o.detail != "" {
 						why += ": " + o.detail
 						break
 					}
 				}
 				w.NoDivergence = "the traced call gave no trace in one of the runs: " + why
-			default:
-				d, why := firstDivergence(a, b, rel)
-				w.DivergedAt, w.NoDivergence = d, why
-				if d != nil {
-					d.Source = sourceLine(p, d, rel)
-				}
+				continue
+			}
+			d, why := firstDivergence(traces[0], traces[1], rel)
+			w.DivergedAt, w.NoDivergence = d, why
+			if d != nil {
+				quote(d, paths)
 			}
 		}
 	}
@@ -209,6 +225,7 @@ walk:
 		lib, libAt = d, i
 	}
 	if lib != nil {
+		lib.Outside = true
 		if k := scannedCallerIndex(ea, libAt, rel); k >= 0 {
 			lib.Under = &report.Divergence{File: rel[ea[k].File], Line: ea[k].Line, Function: ea[k].Function}
 		}
@@ -292,26 +309,43 @@ func libraryPath(p string) string {
 	return filepath.Join(filepath.Base(dir), file)
 }
 
-// sourceLine is the divergence's line of source, trimmed, when it is in
-// the finding's own file.
-func sourceLine(p *probe, d *report.Divergence, rel map[string]string) string {
-	if d.File != p.File.Rel {
-		return ""
-	}
-	f, err := os.Open(p.File.Path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		if n == d.Line {
-			line := strings.TrimSpace(sc.Text())
-			if len(line) > 100 {
-				line = line[:100] + "…"
-			}
-			return line
+// excerptLines is how many lines either side of a divergence its
+// excerpt holds.
+const excerptLines = 2
+
+// quote gives the tree's line of a divergence its source, trimmed, and
+// the lines around it (paths: a scanned file's id path -> its path).
+func quote(d *report.Divergence, paths map[string]string) {
+	if d.Outside {
+		if d = d.Under; d == nil {
+			return
 		}
 	}
-	return ""
+	path, ok := paths[d.File]
+	if !ok {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	ex := &report.Excerpt{First: max(1, d.Line-excerptLines)}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan() && n <= d.Line+excerptLines; n++ {
+		if n < ex.First {
+			continue
+		}
+		line := strings.TrimRight(sc.Text(), " \t")
+		if r := []rune(line); len(r) > 120 {
+			line = string(r[:120]) + "…"
+		}
+		ex.Lines = append(ex.Lines, line)
+		if n == d.Line {
+			d.Source = strings.TrimSpace(line)
+		}
+	}
+	if d.Source != "" {
+		d.Excerpt = ex
+	}
 }

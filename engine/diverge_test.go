@@ -109,6 +109,9 @@ func TestFirstDivergence(t *testing.T) {
 			case c.library != 0 && (d.Library == nil || d.Library.Line != c.library):
 				t.Errorf("library line %+v, want line %d", d.Library, c.library)
 			}
+			if d.Outside != (c.file != "lazy.py") {
+				t.Errorf("outside the tree: %v, in %s", d.Outside, d.File)
+			}
 			switch {
 			case c.under == 0 && d.Under != nil:
 				t.Errorf("under %+v, want none", d.Under)

@@ -216,9 +216,10 @@ type shard struct {
 	// alone runs each function in a lone run of its own: a child of the
 	// worker that imports only its module and calls only it.
 	alone bool
-	// trace asks for each function's last call (its upTo rung) to be
-	// traced line by line.
-	trace bool
+	// trace is how many calls of each function's last rung (its upTo
+	// rung) are made traced line by line: 1, or 2 for a repeat (the call
+	// and its second call in one interpreter); 0 traces none.
+	trace int
 }
 
 // shardCalls is about how many calls make a shard worth an interpreter of

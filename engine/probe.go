@@ -54,8 +54,9 @@ type outcome struct {
 	// receiver is a digest of the instance a method was called on, when
 	// a callee other than its class built it.
 	receiver string
-	// trace is the call's line events, when the plan asked for them.
-	trace *callTrace
+	// traces are the call's line events, when the plan asked for them:
+	// one per traced call.
+	traces []*callTrace
 }
 
 // reach is whether a call entered the function's own frame.
@@ -196,8 +197,10 @@ type planFunction struct {
 	Doctests [][]string `json:"doctests,omitempty"`
 	// TestCase: a test method, called as its runner calls it (--tests).
 	TestCase bool `json:"test_case,omitempty"`
-	// Trace is the rung whose call is traced line by line (see diverge).
-	Trace *int `json:"trace,omitempty"`
+	// Trace is the rung whose call is traced line by line (see diverge),
+	// TraceCalls how many times in a row (2: a repeat's two calls).
+	Trace      *int `json:"trace,omitempty"`
+	TraceCalls int  `json:"trace_calls,omitempty"`
 }
 
 type workerPlan struct {
@@ -261,8 +264,8 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 		}
 		pf := planFunction{Module: modIndex[p.Module], Name: p.Name, Arity: p.Arity, Kinds: p.Kinds, OrderFree: p.orderFree,
 			Class: p.Class, Attr: p.Attr, Kind: p.Kind, Receiver: p.Receiver, Doctests: p.Doctests, TestCase: p.TestCase}
-		if rung, ok := sh.upTo[p.Index]; ok && sh.trace {
-			pf.Trace = &rung
+		if rung, ok := sh.upTo[p.Index]; ok && sh.trace > 0 {
+			pf.Trace, pf.TraceCalls = &rung, sh.trace
 		}
 		plan.Functions = append(plan.Functions, pf)
 	}
@@ -514,7 +517,7 @@ func (a *shardRun) probeOf(call int) *probe { return a.sh.Probes[a.plan.Calls[ca
 func (a *shardRun) answered(call int, rec record) {
 	ri := a.plan.Calls[call][1]
 	x := a.x
-	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2), receiver: rec.Receiver, trace: rec.Trace}
+	o := outcome{kind: answered, value: x.unplace(rec.Value), free: x.unplace(rec.OrderFree), breaker: rec.Breaker, value2: x.unplace(rec.Value2), receiver: rec.Receiver, traces: rec.Traces}
 	switch {
 	case rec.Excluded != "":
 		o = outcome{kind: excluded, detail: rec.Excluded}

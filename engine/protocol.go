@@ -30,7 +30,8 @@ import (
 //	                                                 microseconds it took, breakers included;
 //	                                                 rv a digest of the receiver when another
 //	                                                 callee built it; tr, for a call the plan
-//	                                                 asked to trace, its line events (tracing.py)
+//	                                                 asked to trace, each traced call's line
+//	                                                 events (tracing.py): one, or a repeat's two
 //	nc      probe     i why                          call i's function is not callable
 //	ob      probe     i us below                     call i is not made: its function has spent
 //	                                                 us microseconds in calls this run, its
@@ -69,27 +70,27 @@ const (
 
 // record is one line of the probe mode's channel.
 type record struct {
-	Nonce     string     `json:"n"`
-	Kind      recordKind `json:"k"`
-	Call      *int       `json:"i"`
-	Module    *int       `json:"m"`
-	Value     string     `json:"v"`
-	OrderFree string     `json:"o"`
-	Excluded  string     `json:"x"`
-	Threads   int        `json:"th"`
-	Err       string     `json:"err"`
-	Why       string     `json:"why"`
-	Breaker   string     `json:"b"`
-	Value2    string     `json:"v2"`
-	Reached   *int       `json:"rb"`
-	Sandbox   string     `json:"sx"`
-	Receiver  string     `json:"rv"`
-	Trace     *callTrace `json:"tr"`
-	Tampered  bool       `json:"t"`
-	TimedOut  bool       `json:"to"`
-	Micros    int64      `json:"us"`
-	Below     int        `json:"below"`
-	Files     []string   `json:"f"`
+	Nonce     string       `json:"n"`
+	Kind      recordKind   `json:"k"`
+	Call      *int         `json:"i"`
+	Module    *int         `json:"m"`
+	Value     string       `json:"v"`
+	OrderFree string       `json:"o"`
+	Excluded  string       `json:"x"`
+	Threads   int          `json:"th"`
+	Err       string       `json:"err"`
+	Why       string       `json:"why"`
+	Breaker   string       `json:"b"`
+	Value2    string       `json:"v2"`
+	Reached   *int         `json:"rb"`
+	Sandbox   string       `json:"sx"`
+	Receiver  string       `json:"rv"`
+	Traces    []*callTrace `json:"tr"`
+	Tampered  bool         `json:"t"`
+	TimedOut  bool         `json:"to"`
+	Micros    int64        `json:"us"`
+	Below     int          `json:"below"`
+	Files     []string     `json:"f"`
 
 	took time.Duration // since the record before it (charge)
 }

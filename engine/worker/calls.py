@@ -94,14 +94,18 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         reach = []
         t0 = _clock()
         if fn.get("trace") == ri:
-            # The witness call, to name where two runs parted: once,
-            # under the tracer, no breakers.
-            tr = tracing.start()
-            try:
-                v, free, why = call(target, base, reach)
-            finally:
-                rec["tr"] = tracing.stop(tr)
-            state.restore()
+            # The witness call, to name where two runs parted: under the
+            # tracer, no breakers; a repeat's twice, as its breaker calls.
+            rec["tr"] = []
+            for k in range(fn.get("trace_calls", 1)):
+                tr = tracing.start()
+                try:
+                    answer = call(target, base, None if k else reach)
+                finally:
+                    rec["tr"].append(tracing.stop(tr))
+                state.restore()
+                if not k:
+                    v, free, why = answer
             breaker = v2 = None
         else:
             v, free, why, breaker, v2 = probe_call(target, base, state.restore, fn.get("order_free", ()), reach)

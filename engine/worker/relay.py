@@ -10,13 +10,13 @@ import time
 from .channel import MARK_POLL
 
 
-# What a child may say, and the type of each field it may set. The parent
-# passes on exactly these fields.
+# What a child may say, and the type of each field it may set ([T]: a list
+# of T). The parent passes on exactly these fields.
 _CHILD_FIELDS = {
     "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
     "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int, "below": int},
-    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "tr": dict, "us": int},
-    "end": {"f": list},
+    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "tr": [dict], "us": int},
+    "end": {"f": [str]},
 }
 MAX_RECORD = 1 << 20
 # Before ending a child whose call ran past its limit, the parent sends it
@@ -243,7 +243,11 @@ class _Relay:
             if key == "k":
                 continue
             want = fields.get(key)
-            if want is None or type(value) is not want or (want is list and not all(type(v) is str for v in value)):
+            if isinstance(want, list):  # a list of want[0]
+                ok = type(value) is list and all(type(v) is want[0] for v in value)
+            else:
+                ok = want is not None and type(value) is want
+            if not ok:
                 self.tampered = "wrote a record field it may not (%s)" % key[:40]
                 return
             out[key] = value

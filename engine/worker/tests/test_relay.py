@@ -50,6 +50,15 @@ class Relay(unittest.TestCase):
         rel, _ = self.relay('{"k":"is","m":0}', '{"k":"id","m":0}', '{"k":"end","f":["/t/a.py",3]}')
         self.assertIn("field it may not (f)", rel.tampered)
 
+    def test_a_traced_call_says_a_list_of_traces(self):
+        head = ('{"k":"is","m":0}', '{"k":"id","m":0}')
+        rel, sent = self.relay(*head, '{"k":"r","i":0,"v":"V:1","tr":[{"ev":[],"cut":false},{"ev":[],"cut":true}]}')
+        self.assertEqual(rel.tampered, "")
+        self.assertEqual(len(sent[-1]["tr"]), 2)
+        for bad in ('{"ev":[]}', '[{"ev":[]},"x"]', '["x"]'):
+            rel, _ = self.relay(*head, '{"k":"r","i":0,"v":"V:1","tr":%s}' % bad)
+            self.assertIn("field it may not (tr)", rel.tampered, bad)
+
     def test_a_spent_budget_stands_for_one_call(self):
         # "ob" is one call not made, in turn; the function's later calls
         # still come. A plan with no budget has no "ob".

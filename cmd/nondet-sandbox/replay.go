@@ -107,6 +107,10 @@ func runReplay(ctx context.Context, opts replayOptions, id string, stdout, stder
 	w := f.Replayable()
 	fmt.Fprintf(stdout, "%s: input %s, rung %d\n", report.TerminalSafe(f.ID), report.TerminalSafe(w.Input()), w.Rung)
 	fmt.Fprintf(stdout, "recorded: %s  then  %s\n", report.TerminalSafe(w.Answers[0].Value), report.TerminalSafe(w.Answers[1].Value))
+	if d := w.DivergedAt; d != nil {
+		// What the report says; the replay below checks only the answers.
+		fmt.Fprintf(stdout, "recorded as diverging at %s\n", report.TerminalSafe(d.String()))
+	}
 	for _, r := range got {
 		value := r.Value
 		if value == "" {

@@ -40,6 +40,10 @@ func TestReplayReproducesWitnesses(t *testing.T) {
 		if !errors.Is(err, errFindings) || !strings.Contains(out.String(), "reproduced: the same two answers again") {
 			t.Errorf("%s (%s): not reproduced: %v\n%s", id, cause, err, out.String())
 		}
+		// A finding's replay says where the report has its runs part.
+		if cause != "dict-order (order-sensitive)" && !strings.Contains(out.String(), "recorded as diverging at known.py:") {
+			t.Errorf("%s: the replay does not say where its runs parted:\n%s", id, out.String())
+		}
 	}
 	var out bytes.Buffer
 	err := runReplay(context.Background(), replayOptions{sandboxOptions: opts.sandboxOptions, callOptions: opts.callOptions, report: report, runtimeGiven: true}, "known.py::word_count", &out, &bytes.Buffer{})

@@ -153,6 +153,7 @@ func loneShards(ps []*probe, jobs int) []*shard {
 type bisection struct {
 	p      *probe
 	run    int      // the witness run that was moved
+	rung   int      // the witness rung
 	moved  string   // what the function answered there
 	alone  string   // what it answers alone
 	order  [][2]int // the run's calls, as (probe index, rung)
@@ -164,8 +165,9 @@ type bisection struct {
 	k      int      // the prefix length being tried
 	// cost is what each function's calls before it took in the run, as
 	// the worker measured them: what replaying them costs a step.
-	cost map[int]time.Duration
-	fast []int // stage 3: the candidates tried without the slow ones
+	cost    map[int]time.Duration
+	fast    []int // stage 3: the candidates tried without the slow ones
+	culprit int   // once found, the culprit's probe index
 }
 
 // slowReplay is what a candidate's calls must take, in the run, to be
@@ -192,10 +194,10 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			shardOf[p.Index] = sh
 		}
 	}
-	var active []*bisection
+	var active, moved []*bisection
 	for _, p := range pending {
 		w := p.fn.Witness
-		b := &bisection{p: p, alone: alone[p.Index], run: -1}
+		b := &bisection{p: p, alone: alone[p.Index], run: -1, rung: w.Rung}
 		for _, a := range w.Answers {
 			if a.Value != b.alone {
 				b.run, b.moved = a.Run, a.Value
@@ -297,7 +299,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		for i, b := range active {
 			r := res[slot[i]]
 			r.importAnswers(target[i])
-			o := r.calls[target[i].Index][b.p.fn.Witness.Rung][0]
+			o := r.calls[target[i].Index][b.rung][0]
 			// Moved means moved to what it answered in the witness run: a
 			// function the process moves (a clock of one second) answers
 			// anew in every step, and no replay makes it answer that again.
@@ -311,10 +313,13 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			default:
 				s.movedBy(b, byIndex[culprit].ID)
 				byIndex[culprit].fn.AddMoves(b.p.ID)
+				b.culprit = culprit
+				moved = append(moved, b)
 			}
 		}
 		active = next
 	}
+	s.divergeMoved(ctx, moved, byIndex, ladder)
 }
 
 // trying is the functions whose calls the next step replays before the
@@ -395,7 +400,7 @@ func (b *bisection) segment(sh *shard, funcs []int, byIndex map[int]*probe) *pro
 			fi := add(c[0])
 			own = sh.Probes[fi]
 			sh.calls = append(sh.calls, [2]int{fi, c[1]})
-			if c[1] == b.p.fn.Witness.Rung {
+			if c[1] == b.rung {
 				break
 			}
 			continue

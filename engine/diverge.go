@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // callTrace is a traced call's line events, as the worker's tracing.py
@@ -99,12 +100,7 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 	if ctx.Err() != nil {
 		return
 	}
-	rel := map[string]string{}   // a scanned file inside the sandbox -> its id's path
-	paths := map[string]string{} // its id's path -> the file
-	for _, f := range s.files {
-		rel[s.ex.inside(f.Path)] = f.Rel
-		paths[f.Rel] = f.Path
-	}
+	rel, paths := s.treeFiles()
 	for _, key := range keys {
 		for _, p := range groups[key] {
 			w := p.fn.Witness
@@ -129,6 +125,79 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 			if d != nil {
 				quote(d, paths)
 			}
+		}
+	}
+}
+
+// treeFiles maps each scanned file inside the sandbox to its id's path
+// (rel), and that to the file on this side (paths).
+func (s *scan) treeFiles() (rel, paths map[string]string) {
+	rel, paths = map[string]string{}, map[string]string{}
+	for _, f := range s.files {
+		rel[s.ex.inside(f.Path)] = f.Rel
+		paths[f.Rel] = f.Path
+	}
+	return rel, paths
+}
+
+// divergeMoved names, for each function another's calls moved, the first
+// line at which its witness call alone and its call after the culprit's
+// calls parted, in the run that moved it: two lone segments of one child
+// under that run's conditions, the witness call traced in each.
+func (s *scan) divergeMoved(ctx context.Context, moved []*bisection, byIndex map[int]*probe, ladder ladders) {
+	if len(moved) == 0 {
+		return
+	}
+	type pair struct {
+		b            *bisection
+		sh           *shard
+		alone, after *probe
+	}
+	byRun := map[int][]*shard{}
+	var runs []int
+	var pairs []pair
+	for i, b := range moved {
+		shs := byRun[b.run]
+		if shs == nil {
+			runs = append(runs, b.run)
+		}
+		if len(shs) < s.ex.opts.Jobs {
+			shs = append(shs, &shard{ID: len(shs), calls: [][2]int{}, upTo: map[int]int{}, trace: 1})
+			byRun[b.run] = shs
+		}
+		sh := shs[i%len(shs)]
+		alone := b.segment(sh, nil, byIndex)
+		after := b.segment(sh, []int{b.culprit}, byIndex)
+		sh.upTo[alone.Index], sh.upTo[after.Index] = b.rung, b.rung
+		pairs = append(pairs, pair{b, sh, alone, after})
+	}
+	var tasks []task
+	res := map[*shard]*results{}
+	for _, run := range runs {
+		rc := s.runs[run]
+		rc.ID, rc.Purpose = -1, "diverge"
+		for _, sh := range byRun[run] {
+			res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
+			tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
+		}
+	}
+	s.ex.runPool(ctx, tasks)
+	if ctx.Err() != nil {
+		return
+	}
+	rel, paths := s.treeFiles()
+	for _, pr := range pairs {
+		m := pr.b.p.fn.MovedBy
+		r := res[pr.sh]
+		a, b := r.calls[pr.alone.Index][pr.b.rung][0], r.calls[pr.after.Index][pr.b.rung][0]
+		if len(a.traces) == 0 || len(b.traces) == 0 || a.traces[0] == nil || b.traces[0] == nil {
+			m.NoDivergence = "the traced call gave no trace alone or after the culprit's calls"
+			continue
+		}
+		d, why := firstDivergence(a.traces[0], b.traces[0], rel)
+		m.DivergedAt, m.NoDivergence = d, why
+		if d != nil {
+			quote(d, paths)
 		}
 	}
 }

@@ -648,7 +648,7 @@ func TestTestsRunThroughTheirRunner(t *testing.T) {
 // line too.
 func TestWhereTwoRunsParted(t *testing.T) {
 	testenv.Integration(t)
-	rep := scan(t, func(o *engine.Options) { o.Runs, o.Seed = 3, 3 }, "../fixtures/known.py", "../fixtures/causes.py")
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.Seed = 3, 3 }, "../fixtures/known.py", "../fixtures/causes.py", "../fixtures/precision/state.py")
 	for _, c := range []struct {
 		id      string
 		line    int
@@ -665,6 +665,7 @@ func TestWhereTwoRunsParted(t *testing.T) {
 		{"causes.py::from_home", 66, "return", ""},           // HOME
 		{"causes.py::from_umask", 56, "data", ""},            // mask = os.umask(0)
 		{"causes.py::from_repeat", 98, "return", ""},         // a repeat: the second call in one process
+		{"state.py::next_ticket", 24, "return", ""},          // a repeat of its own state
 	} {
 		f := fn(t, rep, c.id)
 		if f.Witness == nil || f.Witness.DivergedAt == nil {
@@ -678,5 +679,11 @@ func TestWhereTwoRunsParted(t *testing.T) {
 		if c.library != "" && (d.Library == nil || !strings.Contains(d.Library.File, c.library)) {
 			t.Errorf("%s: the library line %+v, want one in %s", c.id, d.Library, c.library)
 		}
+	}
+	// Moved by another's state: alone, then after use_mode's calls, it
+	// returned two modes.
+	m := fn(t, rep, "state.py::current_mode").MovedBy
+	if m == nil || m.DivergedAt == nil || m.DivergedAt.Line != 18 || m.DivergedAt.Kind != "return" || m.DivergedAt.Values[0] != `"fast"` {
+		t.Errorf("a moved function: %+v", m)
 	}
 }

@@ -55,7 +55,8 @@ func synthetic() *Report {
 		Answers: []Answer{{Run: 0, Value: `V:"red,green"`}, {Run: 0, Value: `V:"green,red"`}}}
 	f = r.AddFunction("pkg/a.py::get_mode", 18)
 	f.Verdict, f.Reason = VerdictDeterministic, "called alone it gave one answer under both runs' conditions"
-	f.MovedBy = &MovedBy{Culprit: "pkg/a.py::set_mode", Run: 0, Alone: `V:"fast"`, Moved: `V:"slow"`}
+	f.MovedBy = &MovedBy{Culprit: "pkg/a.py::set_mode", Run: 0, Alone: `V:"fast"`, Moved: `V:"slow"`,
+		DivergedAt: &Divergence{File: "pkg/a.py", Line: 19, Function: "get_mode", Kind: "control", Values: []string{"line 20", "line 22"}, Source: "if _MODE is None:"}}
 	f = r.AddFunction("pkg/a.py::set_mode", 21)
 	f.Verdict, f.Reason, f.Moves = VerdictDeterministic, "no run disagreed; not a guarantee; raised on 0 of 37 rungs", []string{"pkg/a.py::get_mode"}
 	f = r.AddFunction("pkg/a.py::strict", 24)

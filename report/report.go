@@ -346,6 +346,11 @@ type MovedBy struct {
 	Alone  string `json:"alone"`
 	Moved  string `json:"moved"`
 	Detail string `json:"detail,omitempty"`
+	// DivergedAt is where its call alone and its call after the
+	// culprit's parted (Values: alone, then moved), NoDivergence why
+	// there is none, as for a witness.
+	DivergedAt   *Divergence `json:"diverged_at,omitempty"`
+	NoDivergence string      `json:"no_divergence,omitempty"`
 }
 
 // Answer is one run's canonical answer.

@@ -192,6 +192,9 @@ func WriteTextWith(w io.Writer, r *Report, opts TextOptions) error {
 					who = "functions called before it (bisection named none)"
 				}
 				p.f("         moved by state that %s left: alone %s, in run %d after it %s\n", who, clip(m.Alone, 40), m.Run, clip(m.Moved, 40))
+				if d := m.DivergedAt; d != nil {
+					p.f("         alone and after it, diverged at %s\n", clip(d.String(), 200))
+				}
 			}
 			if len(f.Moves) > 0 {
 				p.f("         leaves state behind that moved: %s\n", strings.Join(f.Moves, ", "))

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,9 +74,11 @@ for suite in JUnitXml.fromfile(sys.argv[1]):
 	}
 }
 
-// TestGitHubAnnotationsPointAtTheDef: each --format github warning names
-// a file that exists from the repository root and the line of the def.
-func TestGitHubAnnotationsPointAtTheDef(t *testing.T) {
+// TestGitHubAnnotationsPointWhereTheRunsParted: each --format github
+// warning names a file that exists from the repository root and the line,
+// in the function's body, at which its witness's runs parted: the line
+// its message quotes.
+func TestGitHubAnnotationsPointWhereTheRunsParted(t *testing.T) {
 	testenv.Integration(t)
 	opts := testOptions(t, "host", 6)
 	opts.format = "github"
@@ -95,8 +99,14 @@ func TestGitHubAnnotationsPointAtTheDef(t *testing.T) {
 		line, _ := strconv.Atoi(m[2])
 		lines := strings.Split(string(src), "\n")
 		name := m[3][strings.Index(m[3], "::")+2:]
-		if line < 1 || line > len(lines) || !strings.Contains(lines[line-1], "def "+name) {
-			t.Errorf("%s: line %d is not the def of %s", m[1], line, name)
+		def := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "def "+name+"(") }) + 1
+		if def == 0 || line <= def || line > len(lines) {
+			t.Errorf("%s: line %d is not in the body of %s (def at %d)", m[1], line, name, def)
+			continue
+		}
+		quoted := fmt.Sprintf("diverged at %s:%d  %s", filepath.Base(m[1]), line, strings.TrimSpace(lines[line-1]))
+		if !strings.Contains(out.String(), quoted) {
+			t.Errorf("%s:%d: no message quotes the line (%q):\n%s", m[1], line, quoted, out.String())
 		}
 	}
 }

@@ -4,30 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/nondet-sandbox/nondet-sandbox/report"
 )
 
-// mergeOptions are merge's flags: where the report goes, and in what form.
-type mergeOptions struct {
-	format string
-	output string
-	show   []string
-}
-
-func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise, json, sarif, github, junit or html")
-	fs.StringSliceVar(&o.show, "show", nil, "with --format text, also list: deterministic")
-	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output")
-}
-
 func newMergeCommand() *cobra.Command {
-	var opts mergeOptions
+	var opts outputOptions
 	cmd := &cobra.Command{
 		Use:   "merge PART.json...",
 		Short: "Join the JSON reports of a split scan's parts (run --shard K/N) into the report of the whole",
@@ -50,11 +34,8 @@ refused. The exit status is the scan's: 1 when the whole has findings.`,
 	return cmd
 }
 
-func runMerge(_ context.Context, opts mergeOptions, args []string, stdout io.Writer) error {
-	if !slices.Contains(formats, opts.format) {
-		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
-	}
-	if err := checkShow(opts.show); err != nil {
+func runMerge(_ context.Context, opts outputOptions, args []string, stdout io.Writer) error {
+	if err := opts.check(); err != nil {
 		return err
 	}
 	var parts []*report.Report

@@ -179,7 +179,7 @@ func TestOutputToAPipeOrThroughALink(t *testing.T) {
 		data, _ := os.ReadFile(fifo)
 		got <- data
 	}()
-	if err := runRender(context.Background(), renderOptions{format: "concise", output: fifo}, scanned, &bytes.Buffer{}); err != nil {
+	if err := runRender(context.Background(), outputOptions{format: "concise", output: fifo}, scanned, &bytes.Buffer{}); err != nil {
 		t.Fatalf("render to a pipe: %v", err)
 	}
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -197,7 +197,7 @@ func TestOutputToAPipeOrThroughALink(t *testing.T) {
 	if err := os.Symlink("real.txt", link); err != nil {
 		t.Fatal(err)
 	}
-	if err := runRender(context.Background(), renderOptions{format: "concise", output: link}, scanned, &bytes.Buffer{}); err != nil {
+	if err := runRender(context.Background(), outputOptions{format: "concise", output: link}, scanned, &bytes.Buffer{}); err != nil {
 		t.Fatalf("render through a link: %v", err)
 	}
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
@@ -210,7 +210,7 @@ func TestOutputToAPipeOrThroughALink(t *testing.T) {
 		t.Errorf("the folder holds %v, want fifo, link.txt, real.txt, scan.json", got)
 	}
 
-	err := runRender(context.Background(), renderOptions{format: "concise", output: dir}, scanned, &bytes.Buffer{})
+	err := runRender(context.Background(), outputOptions{format: "concise", output: dir}, scanned, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "is a folder") {
 		t.Errorf("render to a folder: %v", err)
 	}

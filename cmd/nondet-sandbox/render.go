@@ -3,28 +3,12 @@ package main
 import (
 	"context"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
-// renderOptions are render's flags: the form, and where it goes.
-type renderOptions struct {
-	format string
-	output string
-	show   []string
-}
-
-func (o *renderOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise, json, sarif, github, junit or html")
-	fs.StringSliceVar(&o.show, "show", nil, "with --format text, also list: deterministic")
-	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
-}
-
 func newRenderCommand() *cobra.Command {
-	var opts renderOptions
+	var opts outputOptions
 	cmd := &cobra.Command{
 		Use:   "render REPORT.json",
 		Short: "Write a JSON report in another format, without scanning again",
@@ -46,11 +30,8 @@ exit status said that.`,
 	return cmd
 }
 
-func runRender(_ context.Context, opts renderOptions, path string, stdout io.Writer) error {
-	if !slices.Contains(formats, opts.format) {
-		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
-	}
-	if err := checkShow(opts.show); err != nil {
+func runRender(_ context.Context, opts outputOptions, path string, stdout io.Writer) error {
+	if err := opts.check(); err != nil {
 		return err
 	}
 	rep, err := readReport(path, "render")

@@ -29,9 +29,7 @@ import (
 type runOptions struct {
 	sandboxOptions
 	callOptions
-	format  string
-	output  string
-	show    []string
+	outputOptions
 	runs    int
 	seed    uint64
 	private bool
@@ -63,16 +61,30 @@ type runOptions struct {
 	shard                                      string
 }
 
-// formats are --format's values for a scan's report.
-var formats = []string{"text", "concise", "json", "sarif", "github", "junit", "html"}
+// outputOptions are where a report goes and in what form: the flags of
+// run, merge and render alike.
+type outputOptions struct {
+	format string
+	output string
+	show   []string
+}
 
 // showable are --show's values: what the text report lists beside the
 // findings when asked.
 var showable = []string{"deterministic", "look"}
 
-// checkShow says what is wrong with --show's values.
-func checkShow(show []string) error {
-	for _, s := range show {
+func (o *outputOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Var(newChoice(&o.format, "format", report.Formats[0].Name, report.FormatNames()), "format", "report format: "+report.FormatsHelp())
+	fs.StringSliceVar(&o.show, "show", nil, "also list: deterministic (with --format text: every deterministic function; they are counted anyway), look (with --format github: a notice for each look)")
+	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
+}
+
+// check says what is wrong with the format or --show's values.
+func (o *outputOptions) check() error {
+	if _, ok := report.FormatNamed(o.format); !ok {
+		return usageErrorf("--format %q: choose %s", o.format, strings.Join(report.FormatNames(), ", "))
+	}
+	for _, s := range o.show {
 		if !slices.Contains(showable, s) {
 			return usageErrorf("--show %q: choose %s", s, strings.Join(showable, ", "))
 		}
@@ -84,9 +96,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	d := engine.DefaultOptions()
 	o.sandboxOptions.AddFlags(fs)
 	o.callOptions.AddFlags(fs)
-	fs.Var(newChoice(&o.format, "format", "text", formats), "format", "report format: text, concise (one line per finding), json, sarif (code scanning), github (workflow annotations), junit (test reports) or html (one self-contained page)")
-	fs.StringSliceVar(&o.show, "show", nil, "also list: deterministic (with --format text: every deterministic function; they are counted anyway), look (with --format github: a notice for each look)")
-	fs.StringVarP(&o.output, "output", "o", "", "write the report to this file instead of standard output, replacing it only once the whole report is written")
+	o.outputOptions.AddFlags(fs)
 	fs.IntVar(&o.runs, "runs", d.Runs, "fresh interpreters per shard, each under different conditions (at least 2)")
 	fs.StringArrayVar(&o.orderFree, "order-free", nil, "declare an argument whose order must not matter, as `ID:PARAM` (FILE.py::function:parameter; repeatable)")
 	fs.IntVar(&o.smellRuns, "smell-runs", d.SmellRuns, "extra hash-seed runs for functions whose body smells of nondeterminism (0 for none)")
@@ -246,10 +256,7 @@ func usageErrorf(format string, args ...any) error { return engine.Usagef(format
 
 func runRun(ctx context.Context, opts runOptions, args []string, stdout, stderr io.Writer) error {
 	// Everything the user typed is checked before any sandbox is built.
-	if !slices.Contains(formats, opts.format) {
-		return usageErrorf("--format %q: choose %s", opts.format, strings.Join(formats, ", "))
-	}
-	if err := checkShow(opts.show); err != nil {
+	if err := opts.outputOptions.check(); err != nil {
 		return err
 	}
 	if opts.runs < 2 {
@@ -720,23 +727,14 @@ func (o *output) abort() {
 	}
 }
 
-// writeReport writes rep in one of formats; text in colour when color.
+// writeReport writes rep in one of report.Formats (text when format
+// names none); text in colour when text.Color.
 func writeReport(w io.Writer, format string, rep *report.Report, text report.TextOptions) error {
-	switch format {
-	case "concise":
-		return report.WriteConcise(w, rep, text)
-	case "json":
-		return report.WriteJSON(w, rep)
-	case "sarif":
-		return report.WriteSARIF(w, rep)
-	case "github":
-		return report.WriteGitHub(w, rep, text)
-	case "junit":
-		return report.WriteJUnit(w, rep)
-	case "html":
-		return report.WriteHTML(w, rep)
+	f, ok := report.FormatNamed(format)
+	if !ok {
+		f = report.Formats[0]
 	}
-	return report.WriteTextWith(w, rep, text)
+	return f.Write(w, rep, text)
 }
 
 // colorful says whether w is a terminal that takes colour: not when

@@ -200,13 +200,13 @@ func TestMergeCommand(t *testing.T) {
 		{[]string{p1, whole}, "not a part"},
 		{[]string{p1, filepath.Join(dir, "none.json")}, "none.json"},
 	} {
-		err := runMerge(context.Background(), mergeOptions{format: "json"}, c.args, &bytes.Buffer{})
+		err := runMerge(context.Background(), outputOptions{format: "json"}, c.args, &bytes.Buffer{})
 		if !errors.Is(err, engine.ErrUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("merge %v: %v, want a usage error saying %q", c.args, err, c.want)
 		}
 	}
 	var out bytes.Buffer
-	err := runMerge(context.Background(), mergeOptions{format: "json"}, []string{p2, p1}, &out)
+	err := runMerge(context.Background(), outputOptions{format: "json"}, []string{p2, p1}, &out)
 	if !errors.Is(err, errFindings) {
 		t.Fatalf("merge of a part with a finding: %v, want the findings status", err)
 	}

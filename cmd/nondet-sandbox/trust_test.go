@@ -604,7 +604,7 @@ func TestMergeOfForgedPartsInjectsNothing(t *testing.T) {
 	}
 	for _, format := range []string{"github", "text"} {
 		var out bytes.Buffer
-		if err := runMerge(context.Background(), mergeOptions{format: format}, []string{path}, &out); err != nil {
+		if err := runMerge(context.Background(), outputOptions{format: format}, []string{path}, &out); err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(out.String(), "\n") {

@@ -86,21 +86,32 @@ A discover request's "code" asks for each module's bytecode; a probe plan's
 
 The modules:
 
-  __main__.py  the entry: everything imported before anything scanned, then main
-  main.py      main(argv): the request, the network check, one mode
-  ladder.py    the ladder: LADDER, rungs, ladder keys, annotation kinds
-  canon.py     canonical answers
-  channel.py   the record channel and the call marks
-  discover.py  discover mode: ast, signatures, the gate's facts
-  bytecode.py  a module's bytecode, compiled by discovery, loaded by probes
-  probe.py     probe mode's parent and the children it forks
-  relay.py     the parent's check of a child's records and limits
-  zygote.py    a package's zygote: its import once per run, its children
-  calls.py     a child's calls and the governor's breakers
-  state.py     the process state restored after each call; a module's import
-  posture.py   posture mode; the network check
-  seccomp.py   the filter that refuses io_uring
-  tests/       the package's tests, run by engine/worker_py_test.go (not shipped)
+  __main__.py    the entry: everything imported before anything scanned, then main
+  main.py        main(argv): the request, the network check, one mode
+  ladder.py      the ladder: LADDER, rungs, ladder keys, receivers
+  kinds.py       what a parameter takes, by its annotation or its name
+  values.py      the ladder's values that are objects, built anew per call
+  canon.py       canonical answers
+  addresses.py   which numbers in an answer are this process's addresses
+  channel.py     the record channel and the call marks
+  discover.py    discover mode: each module's record, the ladders
+  signatures.py  a function's signature and doctests, a class's methods
+  facts.py       the gate's facts of a function's body
+  builders.py    how a class's own users build it: a method's receivers
+  testcases.py   test classes, and a test method called as its runner does
+  bytecode.py    a module's bytecode, compiled by discovery, loaded by probes
+  probe.py       probe mode's parent and the children it forks
+  forking.py     how a process that runs scanned code is forked
+  relay.py       the parent's check of a child's records and limits
+  zygote.py      a package's zygote: its import once per run, its children
+  calls.py       a child's calls and the governor's breakers
+  fresh.py       a call's inputs, fresh, and the breakers' inputs
+  instances.py   a method's fresh instance per call
+  tracing.py     a witness call traced line by line (the divergence)
+  state.py       the process state restored after each call; a module's import
+  posture.py     posture mode; the network check
+  seccomp.py     the filter that refuses io_uring
+  tests/         the package's tests, run by engine/worker_py_test.go (not shipped)
 """
 
 # What imports the package to call exactly the worker's rungs (bench's

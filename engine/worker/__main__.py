@@ -69,9 +69,9 @@ def _load(folder):
 
 if __name__ == "__main__":
     _worker = _load(_FOLDER)
-    # The ladder's values, where pickle looks for them (ladder.py).
-    _callback = _worker.ladder._callback
-    _Callback = _worker.ladder._Callback
-    _BytesStream = _worker.ladder._BytesStream
-    _TextStream = _worker.ladder._TextStream
+    # The ladder's values, where pickle looks for them (values.py).
+    _callback = _worker.values._callback
+    _Callback = _worker.values._Callback
+    _BytesStream = _worker.values._BytesStream
+    _TextStream = _worker.values._TextStream
     sys.exit(_worker.main.main(sys.argv))

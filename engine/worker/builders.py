@@ -11,21 +11,24 @@ each method's receiver its builds:
 - own: whether the class's own constructor is called (not for an abstract
   class); the constructor a class inherits from a base of the package is
   its constructor;
-- recipes: other ways to build one, each {"call", "arity", "kinds"} called
+- recipes: other ways to build one, each {"call", "arity", "takes"} called
   with ladder values: its alternative constructors (class and static
   methods that return the class), the module's functions annotated to
   return it, and its concrete subclasses in the package (the way a mixin
   is used);
 - module: the method's module, which names the calls' own module.
 
-A call is [module, qualified name]; None is the method's class itself. A
-kind may be a recipe of another class of the package: the parameter is
-annotated with that class, and gets an instance of it.
+A call is [module, qualified name]; None is the method's class itself.
+What a call takes is, per parameter, a kind (kinds.name_kind) or a
+recipe of another class of the package: the parameter is annotated with
+that class, and gets an instance of it. builds["takes"], when given, is
+that of the class's own constructor.
 """
 
 import ast
 
-from .ladder import MAX_RECEIVER_ARITY, _last_name, annotation_kind, name_kind
+from .kinds import _last_name, annotation_kind, name_kind
+from .ladder import MAX_RECEIVER_ARITY
 
 # At most this many examples and recipes per class: the receivers take
 # from each in turn (ladder.receivers_of), at most MAX_RECEIVERS in all.
@@ -297,9 +300,9 @@ class Index:
         cover."""
         if sig["arity"] > MAX_RECEIVER_ARITY:
             return None
-        kinds = list(sig["kinds"])
+        takes = list(sig["kinds"])
         for i, anns in enumerate(sig.get("anns", [])):
-            if kinds[i] or depth >= 3:
+            if takes[i] or depth >= 3:
                 continue
             for name in anns:
                 other = self.resolve(root, module, name)
@@ -308,9 +311,9 @@ class Index:
                 inner = self.recipe(root, other[0], other[1], self.constructor(root, other[0], other[1]),
                                     [other[0], other[1]["name"]], depth + 1)
                 if inner is not None and not other[1]["abstract"]:
-                    kinds[i] = inner
+                    takes[i] = inner
                     break
-        return {"call": call, "arity": sig["arity"], "kinds": kinds}
+        return {"call": call, "arity": sig["arity"], "takes": takes}
 
     def builds(self, root, module, s):
         """A class's receiver: arity and kinds of its constructor, and its
@@ -340,10 +343,10 @@ class Index:
             builds["recipes"] = recipes[:MAX_RECIPES]
         if s["abstract"] or own is None:
             builds["own"] = False
-        elif own["kinds"] != sig["kinds"]:
-            builds["kinds"] = own["kinds"]  # with the instances its annotations name
+        elif own["takes"] != sig["kinds"]:
+            builds["takes"] = own["takes"]  # with the instances its annotations name
         receiver = {"arity": sig["arity"], "kinds": sig["kinds"]}
-        if builds and (builds.get("examples") or builds.get("recipes") or "kinds" in builds or builds.get("own") is False):
+        if builds and (builds.get("examples") or builds.get("recipes") or "takes" in builds or builds.get("own") is False):
             builds["module"] = module
             receiver["builds"] = builds
         return receiver

@@ -1,21 +1,17 @@
 """A probe child's calls: each module imported at its first call, each rung
 called on a fresh copy, then the governor's in-process breakers."""
 
-import copy
-import datetime as _dt
 import errno
-import hashlib
-import importlib
-import pathlib
 import socket
 import threading
 import types
 from os import _exit, getpid as _getpid  # bound now, as the clock: scanned code may replace os's
 from time import perf_counter as _clock  # bound now: scanned code may replace time's
 
-from .addresses import new_answer
-from .canon import NoCanon, _typename, answer, canon_text, raised
-from .ladder import BUILT, Built, _callback, rungs_of
+from .canon import NoCanon, _typename, answer, raised
+from .fresh import _breaker_inputs
+from .instances import ConstructorRaised, _Method, _OnFresh, moved
+from .ladder import rungs_of
 from .state import ProcessState, _import
 from . import tracing
 from .testcases import TestCall
@@ -178,168 +174,6 @@ def _lookup(mod, fn):
     return _Method(obj, attr, kind, raw), None
 
 
-class _Method:
-    """A method or property of a class, called on an instance."""
-
-    def __init__(self, cls, attr, kind, raw):
-        self.cls, self.attr, self.kind, self.raw = cls, attr, kind, raw
-        # The function whose frame a call enters: a property's getter, a
-        # cached property's function, the method itself.
-        self.func = getattr(raw, "fget", None) or getattr(raw, "func", None) or raw
-
-
-class ConstructorRaised(Exception):
-    """The constructor raised while building a call's receiver."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-
-class _OnFresh:
-    """One rung of a method: each call builds a fresh instance from the
-    receiver (ladder.Built), so no call can move another's answer through
-    the instance, then calls the class's own method on it (or reads the
-    property), even where the instance is of a subclass that overrides it."""
-
-    def __init__(self, method, recv, mod):
-        self.method, self.recv, self.mod = method, recv, mod
-        self.__wrapped__ = method.func
-        # What each build of a receiver another callee built was, as a
-        # digest of its canonical form (sets sorted): where it differs
-        # between runs, or between a call and its breaker's, what differs
-        # is the callee's answer, not the method's.
-        self.built = []
-
-    def __call__(self, *args):
-        m = self.method
-        try:
-            obj = build(self.recv, m.cls, self.mod)
-            if not isinstance(obj, m.cls):
-                raise TypeError("%s built %s, not %s" % (self.recv.callee(), _typename(type(obj)), m.cls.__name__))
-        except BaseException as e:
-            raise ConstructorRaised(e) from None
-        if self.recv.call is not None:
-            self.built.append(_digest(obj))
-        get = getattr(type(m.raw), "__get__", None)
-        bound = getattr(obj, m.attr) if get is None else get(m.raw, obj, type(obj))
-        if m.kind == "property":
-            return bound
-        return bound(*args)
-
-
-def _digest(obj):
-    """A receiver's canonical form, sets sorted, as 16 hex digits; "" when
-    it has none."""
-    try:
-        new_answer()
-        text = canon_text(obj, sort_sets=True)[0]
-    except BaseException:  # a scanned __repr__ or property is its own
-        return ""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def moved(target):
-    """Whether a method's receiver was built differently by its calls so
-    far (a call and its breaker's)."""
-    return isinstance(target, _OnFresh) and len(set(target.built)) > 1
-
-
-def build(recv, cls, mod):
-    """The instance a receiver's recipe builds: its call (the method's
-    class, or a class or factory of the package, imported now: under the
-    call's limit) on fresh copies of its arguments, each Built argument
-    built first."""
-    if recv.call is None:
-        target = cls
-    else:
-        name, qual = recv.call
-        target = mod if name == mod.__name__ else importlib.import_module(name)
-        for part in qual.split("."):
-            target = getattr(target, part)
-    args = tuple(build(a, None, mod) if isinstance(a, Built) else a for a in fresh(recv.args))
-    return target(*args)
-
-
-# A Built is a recipe: building copies its arguments (calls.build).
-_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), _dt.date, _dt.timedelta, _dt.time, pathlib.PurePath, Built)
-
-
-def _immutable(x):
-    if isinstance(x, tuple):
-        return all(_immutable(e) for e in x)
-    return isinstance(x, _IMMUTABLE)
-
-
-def fresh(args):
-    """A copy of a rung that the call may change without changing the
-    ladder; an immutable rung is its own copy. How to copy each rung is
-    decided once (the ladder's rungs live as long as the process)."""
-    how = _COPIERS.get(id(args))
-    if how is None or how[0] is not args:
-        how = _COPIERS[id(args)] = (args, _copier(args))
-    return how[1](args)
-
-
-_COPIERS = {}
-_FLAT = {list: list, dict: dict, set: set, bytearray: bytearray}
-
-
-def _copier(args):
-    """The cheapest copy of args that is as deep as copy.deepcopy's: the
-    rung itself when immutable; a shallow copy of each list, dict, set or
-    bytearray that holds only immutables (and appears once); a new one of
-    each value the ladder builds (ladder.BUILT); deepcopy for anything
-    else."""
-    if _immutable(args):
-        return lambda a: a
-    if type(args) is not tuple:
-        return copy.deepcopy
-    if any(_built(a) or type(a) is types.ModuleType or a is _callback for a in args):
-        return _copy_built
-    seen = set()
-    kinds = []
-    for a in args:
-        if _immutable(a):
-            kinds.append(None)
-            continue
-        flat = _FLAT.get(type(a))
-        items = a.items() if type(a) is dict else a
-        if flat is None or id(a) in seen or not all(_immutable(e) for e in items):
-            return copy.deepcopy
-        seen.add(id(a))
-        kinds.append(flat)
-    return lambda a: tuple(a[i] if k is None else k(a[i]) for i, k in enumerate(kinds))
-
-
-def _built(a):
-    b = BUILT.get(id(a))
-    return b is not None and b[0] is a
-
-
-def _copy_built(args):
-    """A rung holding a built value, a module or the ladder's function:
-    each built value new, a module itself (it cannot be copied, and a
-    module is one per process anyway), the function itself without what
-    an earlier call set on it (a decorator's mark: its identity is what
-    pickles and echoes of it name), the rest deep-copied together."""
-    memo = {}
-    out = []
-    for a in args:
-        if _built(a):
-            try:
-                out.append(BUILT[id(a)][1]())
-            except Exception:  # an earlier call broke what it builds with
-                out.append(a)
-        elif a is _callback:
-            a.__dict__.clear()
-            out.append(a)
-        elif type(a) is types.ModuleType:
-            out.append(a)
-        else:
-            out.append(copy.deepcopy(a, memo))
-    return tuple(out)
-
-
 def call(target, args, reach=None):
     """One call: (canonical, order_free, None), or (None, None, why) when
     the answer has no canonical form. With reach, a list, it appends
@@ -445,49 +279,3 @@ def _entered(target, tb):
             return True
         tb = tb.tb_next
     return False
-
-
-def _breaker_inputs(base, order_free=()):
-    """The rung, then the governor's breakers' inputs: the identical input
-    again (hidden state, clocks, RNGs break here), every dict rebuilt in
-    reversed key order (reliance on insertion order breaks here), and each
-    argument declared order-free reversed (an order that should not matter
-    but does breaks here)."""
-    yield None, fresh(base)
-    yield "repeat", fresh(base)
-    if _has_dict(base):
-        yield "dict-order", _reverse_dicts(fresh(base))
-    for i in order_free:
-        if i < len(base) and isinstance(base[i], (list, tuple)) and len(base[i]) > 1:
-            args = fresh(base)
-            yield "order-free", args[:i] + (type(args[i])(reversed(args[i])),) + args[i + 1:]
-
-
-def _has_dict(x):
-    if isinstance(x, dict):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(_has_dict(e) for e in x)
-    return False
-
-
-def _reverse_dicts(x, memo=None):
-    """A copy with every dict in reversed key order; an object that appears
-    twice in the input appears twice in the copy, as one object."""
-    if memo is None:
-        memo = {}
-    if id(x) in memo:
-        return memo[id(x)]
-    if isinstance(x, dict):
-        out = memo[id(x)] = {}
-        for k, v in reversed(list(x.items())):
-            out[k] = _reverse_dicts(v, memo)
-        return out
-    if isinstance(x, list):
-        out = memo[id(x)] = []
-        out.extend(_reverse_dicts(e, memo) for e in x)
-        return out
-    if isinstance(x, tuple):
-        out = memo[id(x)] = tuple(_reverse_dicts(e, memo) for e in x)
-        return out
-    return x

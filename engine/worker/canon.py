@@ -10,7 +10,8 @@ import re
 import types
 
 from .addresses import has_address, new_answer
-from .ladder import _LADDER_IDS, _callback
+from .ladder import _LADDER_IDS
+from .values import _callback
 
 
 # A call's answer longer than this is compared by digest and shown truncated.

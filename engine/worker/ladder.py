@@ -3,17 +3,12 @@ what its parameters' annotations say they take. It lives here and nowhere
 else."""
 
 import ast
-import ast as _ast
-import colorsys as _colorsys
-import dataclasses as _dataclasses
 import datetime as _dt
-import enum as _enum
-import importlib.util
 import io
 import pathlib
-import fcntl as _fcntl
-import socket as _socket
-import types as _types
+
+from .values import (_BytesStream, _TextStream, _built, _callback, _color, _connected, _module, _plain, _point,
+                     _point_class, _Readline, _trees, _with_source)
 
 
 # The ladder: one fixed list of values, documented here and only here.
@@ -25,51 +20,6 @@ import types as _types
 # expander) and what no scalar rung reaches; then one character, a number
 # in a string, an encoding's name and two streams, which parsers, codecs and
 # character tables take, and a function, which higher-order code takes.
-class _BytesStream(io.BytesIO):
-    """A BytesIO whose repr carries its content, not its address: a
-    function that echoes its argument's repr must not look moved by the
-    process."""
-
-    def __repr__(self):
-        return "io.BytesIO(%r)" % self.getvalue()
-
-
-class _TextStream(io.StringIO):
-    def __repr__(self):
-        return "io.StringIO(%r)" % self.getvalue()
-
-
-class _Callback:
-    """The ladder's function, for what takes a callback, a key or a
-    function to decorate or inspect: it answers its first argument.
-
-    An object rather than a def: a def's repr carries its address, and
-    code that upper-cases or hashes the repr of what it is given (a
-    template filter, a PIN hash) then looked moved by the process. Its
-    repr holds no address; copies and pickles of it are itself."""
-
-    __name__ = __qualname__ = "_callback"
-
-    def __call__(self, x=None, *more, **options):
-        return x
-
-    def __repr__(self):
-        return "<function _callback>"
-
-    def __reduce__(self):
-        return "_callback"  # the module's global: itself
-
-
-_callback = _Callback()
-
-
-# What scanned code holds of the worker's own is named as when the worker
-# was one script run as __main__, wherever it is defined now: the ladder's
-# display (function:__main__._callback), a type's name an answer shows,
-# and pickle, which finds these three in __main__ (__main__.py binds them).
-_BytesStream.__module__ = _TextStream.__module__ = _Callback.__module__ = "__main__"
-
-
 FIVE_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
 LADDER = [
     0,
@@ -143,20 +93,6 @@ KIND_VALUES = {
     "callable": lambda v: v is _callback,
     "socket": lambda v: False,
 }
-# Annotation names (the last dotted part, any subscript dropped) and the
-# kind each means.
-ANNOTATION_KINDS = {
-    "int": "int", "float": "float", "str": "str", "bytes": "bytes", "bool": "bool",
-    "list": "list", "List": "list", "Sequence": "list", "MutableSequence": "list", "Iterable": "list",
-    "Collection": "list", "Iterator": "list",
-    "tuple": "tuple", "Tuple": "tuple",
-    "dict": "dict", "Dict": "dict", "Mapping": "dict", "MutableMapping": "dict",
-    "date": "date", "datetime": "datetime", "timedelta": "timedelta", "time": "time",
-    "Path": "path", "PurePath": "path", "PosixPath": "path", "PathLike": "path",
-    "IO": "stream", "BinaryIO": "stream", "TextIO": "stream", "BytesIO": "stream", "StringIO": "stream",
-    "IOBase": "stream", "RawIOBase": "stream", "BufferedIOBase": "stream", "TextIOBase": "stream",
-    "Callable": "callable", "socket": "socket",
-}
 
 
 # Values of a shape real code takes, tried first for a parameter whose
@@ -186,164 +122,6 @@ TYPED_VALUES = {
     "modname": ["json", "os.path", "colorsys"],
     "timetuple": [(2024, 2, 29, 13, 45, 30, 3, 60, 0)],
 }
-# The kinds whose values are strings: a parameter annotated str still asks
-# for them by its name.
-_STRING_KINDS = {"version", "url", "email", "zone", "localename", "isodate", "json", "encoding", "errors",
-                 "digest", "format", "pattern", "source", "attr", "modname"}
-# Parameter names, whole or as a suffix after "_", and the kind each asks
-# for. A path name gets the path rungs as pathlib.Path objects, unless its
-# annotation says str; the scalar names only put the ladder's values of
-# their type first (no rungs more), so a text and a width meet on a rung.
-_NAMES = {
-    "version": "version", "ver": "version",
-    "url": "url", "uri": "url", "href": "url", "link": "url", "endpoint": "url",
-    "email": "email", "mail": "email",
-    "tz": "zone", "tzname": "zone", "timezone": "zone", "zone": "zone",
-    "locale": "localename", "lang": "localename", "language": "localename", "localename": "localename",
-    "datestr": "isodate", "datestring": "isodate", "timestr": "isodate", "iso": "isodate", "isoformat": "isodate",
-    "when": "isodate", "since": "isodate", "until": "isodate", "timestamp": "isodate",
-    "date_string": "isodate", "date_str": "isodate", "time_string": "isodate",
-    "json": "json",
-    "data": "data", "buf": "data", "buffer": "data", "payload": "data", "raw": "data",
-    "path": "path", "filename": "path", "filepath": "path", "fname": "path", "pathname": "path",
-    "dirname": "path", "directory": "path", "dir": "path", "folder": "path",
-    "encoding": "encoding", "charset": "encoding", "codec": "encoding",
-    "errors": "errors",
-    "digest": "digest", "digestmod": "digest", "algorithm": "digest", "algo": "digest", "hash_name": "digest",
-    "fmt": "format", "format": "format", "datefmt": "format", "format_string": "format", "format_str": "format",
-    "pattern": "pattern", "regex": "pattern", "regexp": "pattern", "pat": "pattern",
-    "source": "source", "statement": "source", "stmt": "source", "expr": "source", "expression": "source",
-    "attr": "attr", "attribute": "attr", "attrname": "attr", "attr_name": "attr",
-    "module": "module", "mod": "module", "modname": "modname", "module_name": "modname", "mod_name": "modname",
-    "timetuple": "timetuple", "tt": "timetuple", "time_tuple": "timetuple",
-    "f": "stream", "fp": "stream", "fh": "stream", "fileobj": "stream", "fobj": "stream", "stream": "stream",
-    "file": "stream", "infile": "stream", "outfile": "stream",
-    "readline": "readline",
-    "sock": "socket", "socket": "socket", "conn": "socket", "connection": "socket",
-    "func": "callable", "function": "callable", "fn": "callable", "callback": "callable", "cb": "callable",
-    "predicate": "callable", "pred": "callable",
-    "cls": "class", "klass": "class", "class_": "class", "typ": "class",
-    "obj": "object", "object": "object", "ob": "object", "instance": "object",
-    "node": "node", "tree": "node",
-    "n": "int", "num": "int", "count": "int", "width": "int", "size": "int", "length": "int", "index": "int",
-    "idx": "int", "pos": "int", "lineno": "int", "level": "int", "depth": "int", "limit": "int",
-    "text": "str", "string": "str", "s": "str", "word": "str", "msg": "str", "message": "str",
-    "title": "str", "label": "str", "prefix": "str", "suffix": "str", "sep": "str", "name": "str",
-    "globals": "dict", "locals": "dict", "globalns": "dict", "localns": "dict", "mapping": "dict", "ns": "dict",
-    "items": "list", "seq": "list", "sequence": "list", "iterable": "list", "values": "list", "elements": "list",
-}
-
-
-# Values no literal is: a module, classes, an instance, a function with
-# its source, syntax trees, a readline. Each is built anew for every call
-# (BUILT: fresh() calls its builder), so a call that changes one (a class
-# decorator, setattr, a visitor, a module's attribute) changes no later
-# call's input; the builders hold what they use from the start (a call may
-# change the modules they come from). Each is named as if in __main__, as
-# the ladder's other values (not bound there: pickling one fails alike in
-# every run), and its repr holds no address.
-_Enum, _make_dataclass, _FunctionType, _type = _enum.Enum, _dataclasses.make_dataclass, _types.FunctionType, type
-_RGB_TO_HSV = _colorsys.rgb_to_hsv
-_GLOBALS = dict(_colorsys.__dict__)
-_COLORSYS = _colorsys.__file__
-_module_from_spec, _spec_from_file_location = importlib.util.module_from_spec, importlib.util.spec_from_file_location
-_parse, _Name, _Load = _ast.parse, _ast.Name, _ast.Load
-
-
-def _color():
-    return _Enum("Color", [("RED", 1), ("GREEN", 2)], module="__main__", qualname="Color")
-
-
-def _point_class():
-    cls = _make_dataclass("Point", [("x", int, 1), ("y", int, 2)])
-    cls.__module__ = "__main__"
-    return cls
-
-
-def _plain():
-    def area(self):
-        return self.size * self.size
-    area.__qualname__ = "Plain.area"
-    area.__module__ = "__main__"
-    return _type("Plain", (), {"__module__": "__main__", "__doc__": "A plain class.", "size": 3, "area": area})
-
-
-def _point():
-    return _point_class()(1, 2)
-
-
-def _with_source():
-    f = _RGB_TO_HSV
-    g = _FunctionType(f.__code__, dict(_GLOBALS), f.__name__, f.__defaults__, f.__closure__)
-    g.__qualname__, g.__module__, g.__doc__ = f.__qualname__, f.__module__, f.__doc__
-    return g
-
-
-def _module():
-    """A module of its own: colorsys, run again from its file (the
-    interpreter's, read-only in the sandbox), not the one sys.modules
-    holds."""
-    spec = _spec_from_file_location("colorsys", _COLORSYS)
-    m = _module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
-def _trees():
-    return [_parse('"""Doc."""\nx = 1\n'), _parse("def f(a):\n    return a\n"), _Name(id="x", ctx=_Load())]
-
-
-class _Readline:
-    """A file's readline over fixed lines: what tokenizers take."""
-
-    def __init__(self, lines):
-        self.lines, self.pos = list(lines), 0
-
-    def __call__(self):
-        if self.pos >= len(self.lines):
-            return self.lines[0][:0]
-        self.pos += 1
-        return self.lines[self.pos - 1]
-
-    def __repr__(self):
-        return "readline(%r)" % (self.lines,)
-
-
-_Readline.__module__ = "__main__"
-
-
-class _Socket(_socket.socket):
-    """A connected socket whose peer sent a few lines and closed: reads
-    get them and then the end of the stream, never a wait; writes go to
-    a closed peer and raise. Its repr holds no descriptor number."""
-
-    def __repr__(self):
-        return "socket(%r)" % (_SOCKET_LINES,)
-
-
-_Socket.__module__ = "__main__"
-_SOCKET_LINES = b"alpha\r\nbeta\r\n"
-
-
-def _connected():
-    """The socket, on a descriptor above those code under test uses: a low
-    one it took could be the one a call closes and the next expects
-    (the worker's own Channel(0) dups and closes descriptor 3)."""
-    a, b = _socket.socketpair()
-    try:
-        b.sendall(_SOCKET_LINES)
-        fd = _fcntl.fcntl(a.fileno(), _fcntl.F_DUPFD_CLOEXEC, 1000)
-    finally:
-        b.close()
-        a.close()
-    return _Socket(fileno=fd)
-BUILT = {}
-
-
-def _built(build):
-    value = build()
-    BUILT[id(value)] = (value, build)
-    return value
 
 
 TYPED_VALUES.update({
@@ -362,19 +140,6 @@ try:  # a sandbox may refuse even a pair of connected sockets
     TYPED_VALUES["socket"] = [_built(_connected)]
 except OSError:
     TYPED_VALUES["socket"] = []
-
-
-def name_kind(name, annotated=""):
-    """The kind a parameter's name asks for, given what its annotation
-    says (annotation_kind): only a name whose annotation says nothing, or
-    str for the string kinds, asks."""
-    if annotated not in ("", "str"):
-        return annotated
-    low = name.lower().lstrip("_")
-    kind = _NAMES.get(low) or _NAMES.get(low.rsplit("_", 1)[-1])
-    if kind is None or (annotated == "str" and kind not in _STRING_KINDS):
-        return annotated
-    return kind
 
 
 def _column(kind):
@@ -461,23 +226,24 @@ class Built:
         return qual if mod == self.module else mod + "." + qual
 
 
-def receivers(arity, kinds=None, module=None):
-    """The constructor inputs a method's receivers are built from; a kind
-    may be a recipe of another class (builders.Index.recipe)."""
+def receivers(arity, takes=None, module=None):
+    """The constructor inputs a method's receivers are built from. What
+    each parameter takes is a kind, or a recipe of another class of the
+    package (builders.Index.recipe)."""
     if arity == 0:
         return [()]
-    kinds = list(kinds or [])[:arity] + [""] * max(0, arity - len(kinds or []))
-    cols = [_receiver_column(k, module) for k in kinds]
+    takes = list(takes or [])[:arity] + [""] * max(0, arity - len(takes or []))
+    cols = [_receiver_column(t, module) for t in takes]
     return [tuple(c[i % len(c)] for c in cols) for i in range(len(RECEIVER_VALUES))]
 
 
-def _receiver_column(kind, module):
-    if isinstance(kind, dict):
+def _receiver_column(takes, module):
+    if isinstance(takes, dict):
         # An instance of the class the parameter names, and between two of
         # them a word: the name may have guessed the class wrong.
-        built = [Built(kind["call"], t, module) for t in receivers(kind["arity"], kind.get("kinds"), module)]
+        built = [Built(takes["call"], t, module) for t in receivers(takes["arity"], takes.get("takes"), module)]
         return [built[0], RECEIVER_VALUES[1], built[1 % len(built)]]
-    return _column(kind) if kind else RECEIVER_VALUES
+    return _column(takes) if takes else RECEIVER_VALUES
 
 
 def receivers_of(receiver):
@@ -492,12 +258,12 @@ def receivers_of(receiver):
     module = builds.get("module")
     sources = [[Built(c, tuple(ast.literal_eval(a) for a in args), module) for c, args in builds.get("examples", ())]]
     for r in builds.get("recipes", ()):
-        sources.append([Built(r["call"], t, module) for t in receivers(r["arity"], r.get("kinds"), module)])
+        sources.append([Built(r["call"], t, module) for t in receivers(r["arity"], r.get("takes"), module)])
     others = []
     for i in range(max(len(s) for s in sources)):
         others.extend(s[i] for s in sources if i < len(s))
     if builds.get("own", True) and receiver["arity"] <= MAX_RECEIVER_ARITY:
-        own = [Built(None, t, module) for t in receivers(receiver["arity"], builds.get("kinds", receiver.get("kinds")), module)]
+        own = [Built(None, t, module) for t in receivers(receiver["arity"], builds.get("takes", receiver.get("kinds")), module)]
         return own, others[:MAX_EXTRA]
     return others[:MAX_RECEIVERS], []
 
@@ -543,46 +309,3 @@ def rungs_of(arity, kinds, receiver=None, doctests=None):
                 pairs.extend((e, args) for args in own[:EXTRA_RUNGS])
             _RUNGS[key] = pairs
     return _RUNGS[key]
-
-
-def annotation_kind(node):
-    """The kind an annotation names, or "" when it names none the ladder
-    knows: int, list[str], Optional[datetime], "Path", os.PathLike...
-    Any annotation, however odd (a NUL in a string, thousands of unions),
-    names a kind or none: it never ends discovery."""
-    try:
-        return _annotation_kind(node)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ""
-
-
-def _annotation_kind(node):
-    if node is None:
-        return ""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        node = ast.parse(node.value, mode="eval").body
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
-        return _annotation_kind(node.left) or _annotation_kind(node.right)
-    if isinstance(node, ast.Subscript):
-        base = _last_name(node.value)
-        if base in ("Optional", "Union"):
-            inner = node.slice
-            parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
-            for part in parts:
-                k = _annotation_kind(part)
-                if k:
-                    return k
-            return ""
-        if base == "Annotated":
-            inner = node.slice
-            return _annotation_kind(inner.elts[0] if isinstance(inner, ast.Tuple) else inner)
-        return ANNOTATION_KINDS.get(base, "")
-    return ANNOTATION_KINDS.get(_last_name(node), "")
-
-
-def _last_name(node):
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""

@@ -1,5 +1,5 @@
 """How discovery builds receivers across a package (builders.py), and how
-a probe builds and calls on them (ladder.receivers_of, calls.build)."""
+a probe builds and calls on them (ladder.receivers_of, instances.build)."""
 
 import os
 import sys
@@ -7,7 +7,7 @@ import tempfile
 import types
 import unittest
 
-from .. import builders, calls, discover, ladder
+from .. import builders, calls, discover, fresh, instances, kinds, ladder
 
 
 class Channel:
@@ -101,7 +101,7 @@ class Builds(unittest.TestCase):
         # for one (parser: a BlockParser), get an instance of it; the
         # module's factory annotated to return the class builds it too.
         engine = function(recs, "Engine.go")["receiver"]["builds"]
-        self.assertEqual([k["call"] if isinstance(k, dict) else k for k in engine["kinds"]],
+        self.assertEqual([k["call"] if isinstance(k, dict) else k for k in engine["takes"]],
                          [["pkg.square", "Config"], ["pkg.square", "BlockParser"]])
         self.assertEqual(engine["recipes"][0]["call"], ["pkg.base", "make"])
         got, args = callees(recs, function(recs, "Engine.go"))
@@ -143,17 +143,17 @@ class Building(unittest.TestCase):
     def test_the_class_own_method_runs_on_a_subclass_instance(self):
         target, why = calls._lookup(self.mod, {"class": "Base", "attr": "first", "kind": "method"})
         self.assertIsNone(why)
-        on = calls._OnFresh(target, ladder.Built(["pkgmod", "Sub"], ("alpha beta",), "pkgmod"), self.mod)
+        on = instances._OnFresh(target, ladder.Built(["pkgmod", "Sub"], ("alpha beta",), "pkgmod"), self.mod)
         self.assertEqual(calls.probe_call(on, ())[0], 'V:"alpha"')
         # A receiver built by another callee carries its digest; the same
         # instance twice is no move.
         self.assertEqual(len(on.built), 2)
-        self.assertFalse(calls.moved(on))
+        self.assertFalse(instances.moved(on))
 
     def test_a_builder_that_returns_another_type_is_the_constructor_s_answer(self):
         self.mod.make = lambda: 3
         target, _ = calls._lookup(self.mod, {"class": "Base", "attr": "first", "kind": "method"})
-        on = calls._OnFresh(target, ladder.Built(["pkgmod", "make"], (), "pkgmod"), self.mod)
+        on = instances._OnFresh(target, ladder.Built(["pkgmod", "make"], (), "pkgmod"), self.mod)
         self.assertEqual(calls.probe_call(on, ())[0], "E:TypeError (constructor)")
 
     def test_a_receiver_that_moves_fires_no_breaker(self):
@@ -165,18 +165,18 @@ class Building(unittest.TestCase):
             return s
         self.mod.counting = counting
         target, _ = calls._lookup(self.mod, {"class": "Base", "attr": "first", "kind": "method"})
-        on = calls._OnFresh(target, ladder.Built(["pkgmod", "counting"], (), "pkgmod"), self.mod)
+        on = instances._OnFresh(target, ladder.Built(["pkgmod", "counting"], (), "pkgmod"), self.mod)
         v, _, _, breaker, _ = calls.probe_call(on, ())
         self.assertEqual((v, breaker), ('V:"x1"', None))
-        self.assertTrue(calls.moved(on))
+        self.assertTrue(instances.moved(on))
 
 
 class Sockets(unittest.TestCase):
     def test_a_socket_name_asks_for_a_connected_socket_made_per_call(self):
-        self.assertEqual(ladder.name_kind("sock"), "socket")
-        self.assertEqual(ladder.name_kind("conn"), "socket")
+        self.assertEqual(kinds.name_kind("sock"), "socket")
+        self.assertEqual(kinds.name_kind("conn"), "socket")
         first = ladder.TYPED_VALUES["socket"][0]
-        got = calls.fresh((first,))[0]
+        got = fresh.fresh((first,))[0]
         try:
             self.assertIsNot(got, first)
             self.assertEqual(got.recv(64), b"alpha\r\nbeta\r\n")
@@ -189,7 +189,7 @@ class Sockets(unittest.TestCase):
 class Rungs(unittest.TestCase):
     def test_extra_receivers_leave_the_constructor_its_rungs(self):
         plain = ladder.rungs_of(1, [], {"arity": 1, "kinds": []})
-        recv = {"arity": 1, "kinds": [], "builds": {"module": "m", "recipes": [{"call": ["m", "C.parse"], "arity": 1, "kinds": ["str"]}]}}
+        recv = {"arity": 1, "kinds": [], "builds": {"module": "m", "recipes": [{"call": ["m", "C.parse"], "arity": 1, "takes": ["str"]}]}}
         more = ladder.rungs_of(1, [], recv)
         n = len(plain)
         self.assertEqual([(r.args, a) for r, a in more[:n]], [(r.args, a) for r, a in plain])
@@ -199,7 +199,7 @@ class Rungs(unittest.TestCase):
 
     def test_without_a_constructor_the_others_take_the_ladder(self):
         recv = {"arity": 0, "kinds": [], "builds": {"module": "m", "own": False,
-                                                     "recipes": [{"call": ["m.sub", "Sub"], "arity": 0, "kinds": []}]}}
+                                                     "recipes": [{"call": ["m.sub", "Sub"], "arity": 0, "takes": []}]}}
         rungs = ladder.rungs_of(1, [], recv)
         self.assertEqual(len(rungs), len(ladder.rungs(1, [])))
         self.assertEqual({r.callee() for r, _ in rungs}, {"m.sub.Sub"})

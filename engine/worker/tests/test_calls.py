@@ -3,7 +3,7 @@
 import os
 import unittest
 
-from .. import calls, ladder, state
+from .. import calls, instances, ladder, state
 
 
 class Methods(unittest.TestCase):
@@ -40,15 +40,15 @@ class Methods(unittest.TestCase):
         reach = []
         # The repeat breaker builds its own instance: the append never
         # moves the second answer.
-        self.assertEqual(calls.probe_call(calls._OnFresh(target, ladder.Built(None, ("a",)), mod), ("b",), reach=reach), ("V:2", None, None, None, None))
+        self.assertEqual(calls.probe_call(instances._OnFresh(target, ladder.Built(None, ("a",)), mod), ("b",), reach=reach), ("V:2", None, None, None, None))
         self.assertEqual(reach, [True])
         size, _ = calls._lookup(mod, {"class": "Basket", "attr": "size", "kind": "property"})
-        self.assertEqual(calls.probe_call(calls._OnFresh(size, ladder.Built(None, (1,)), mod), ())[0], "V:1")
+        self.assertEqual(calls.probe_call(instances._OnFresh(size, ladder.Built(None, (1,)), mod), ())[0], "V:1")
         empty, _ = calls._lookup(mod, {"class": "Basket", "attr": "empty", "kind": "classmethod"})
         self.assertTrue(calls.probe_call(empty, ())[0].endswith("Basket{items=[None]}"))
         broken, _ = calls._lookup(mod, {"class": "Broken", "attr": "f", "kind": "method"})
         reach = []
-        self.assertEqual(calls.probe_call(calls._OnFresh(broken, ladder.Built(None, ()), mod), (), reach=reach)[0], "E:RuntimeError (constructor)")
+        self.assertEqual(calls.probe_call(instances._OnFresh(broken, ladder.Built(None, ()), mod), (), reach=reach)[0], "E:RuntimeError (constructor)")
         self.assertEqual(reach, [False])
         # Inherited methods belong to the class that defines them.
         mod.Sub = type("Sub", (Basket,), {})

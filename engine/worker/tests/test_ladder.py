@@ -1,8 +1,9 @@
 """The ladder (ladder.py) and how its rungs are shown (canon.display)."""
 
+import types
 import unittest
 
-from .. import canon, ladder
+from .. import canon, fresh, kinds, ladder, values
 
 
 class Ladder(unittest.TestCase):
@@ -33,7 +34,7 @@ class Ladder(unittest.TestCase):
         import copy
         import hashlib
 
-        f = ladder._callback
+        f = values._callback
         self.assertNotIn("0x", repr(f).lower())
         self.assertNotIn(str(id(f)), repr(f))
         self.assertEqual(hashlib.sha256(repr(f).upper().encode()).hexdigest(),
@@ -45,7 +46,7 @@ class Ladder(unittest.TestCase):
 
     def test_the_ladders_own_values_are_named_in_main(self):
         # As the worker has always shown them, wherever they are defined.
-        self.assertEqual(canon.display((ladder._callback,)), ["function:__main__._callback"])
+        self.assertEqual(canon.display((values._callback,)), ["function:__main__._callback"])
         self.assertEqual({type(x).__module__ for x in ladder.LADDER if hasattr(x, "getvalue")}, {"__main__"})
 
     def test_display_does_not_depend_on_hash_seed(self):
@@ -68,13 +69,13 @@ class Receivers(unittest.TestCase):
 
 class NamedKinds(unittest.TestCase):
     def test_a_parameter_name_asks_for_strings_of_its_shape(self):
-        self.assertEqual(ladder.name_kind("version"), "version")
-        self.assertEqual(ladder.name_kind("base_url"), "url")
-        self.assertEqual(ladder.name_kind("tz", "str"), "zone")
-        self.assertEqual(ladder.name_kind("path", "str"), "str")  # str-annotated: no Path objects
-        self.assertEqual(ladder.name_kind("path"), "path")
-        self.assertEqual(ladder.name_kind("version", "int"), "int")  # the annotation wins
-        self.assertEqual(ladder.name_kind("x"), "")
+        self.assertEqual(kinds.name_kind("version"), "version")
+        self.assertEqual(kinds.name_kind("base_url"), "url")
+        self.assertEqual(kinds.name_kind("tz", "str"), "zone")
+        self.assertEqual(kinds.name_kind("path", "str"), "str")  # str-annotated: no Path objects
+        self.assertEqual(kinds.name_kind("path"), "path")
+        self.assertEqual(kinds.name_kind("version", "int"), "int")  # the annotation wins
+        self.assertEqual(kinds.name_kind("x"), "")
         r = ladder.rungs(1, ["version"])
         self.assertEqual(r[:3], [("1.2.3",), ("2.0.0-rc.1",), ("0.9",)])
         self.assertEqual(len(r), len(ladder.LADDER) + 3)
@@ -83,23 +84,23 @@ class NamedKinds(unittest.TestCase):
         self.assertEqual(ladder.receivers(1, ["zone"]), [("Europe/Berlin",), ("America/New_York",), ("UTC",)])
 
     def test_names_that_mean_one_thing_ask_for_their_values(self):
-        self.assertEqual(ladder.name_kind("encoding"), "encoding")
-        self.assertEqual(ladder.name_kind("errors", "str"), "errors")  # a string kind: str asks too
-        self.assertEqual(ladder.name_kind("cls"), "class")
-        self.assertEqual(ladder.name_kind("cls", "str"), "str")  # not a string kind: the annotation wins
-        self.assertEqual(ladder.name_kind("fp"), "stream")
-        self.assertEqual(ladder.name_kind("max_width"), "int")
+        self.assertEqual(kinds.name_kind("encoding"), "encoding")
+        self.assertEqual(kinds.name_kind("errors", "str"), "errors")  # a string kind: str asks too
+        self.assertEqual(kinds.name_kind("cls"), "class")
+        self.assertEqual(kinds.name_kind("cls", "str"), "str")  # not a string kind: the annotation wins
+        self.assertEqual(kinds.name_kind("fp"), "stream")
+        self.assertEqual(kinds.name_kind("max_width"), "int")
         for never in ("key", "b", "value"):
-            self.assertEqual(ladder.name_kind(never), "", never)
+            self.assertEqual(kinds.name_kind(never), "", never)
         # A stream and bytes first, the ladder's paths and strings after.
-        self.assertEqual(ladder.name_kind("file"), "stream")
-        self.assertEqual(ladder.name_kind("data"), "data")
-        self.assertEqual(ladder.name_kind("data", "str"), "str")
+        self.assertEqual(kinds.name_kind("file"), "stream")
+        self.assertEqual(kinds.name_kind("data"), "data")
+        self.assertEqual(kinds.name_kind("data", "str"), "str")
         r = ladder.rungs(1, ["data"])
         self.assertEqual([type(a) for a, in r[:3]], [bytes, bytes, bytes])
         self.assertIn(("docs/readme.txt",), r)
         first, second = ladder.rungs(1, ["stream"])[:2]
-        fresh = [ladder.BUILT[id(v)][1]() for v in (first[0], second[0])]  # as a call gets them
+        fresh = [values.BUILT[id(v)][1]() for v in (first[0], second[0])]  # as a call gets them
         self.assertEqual([v.read() for v in fresh], [bytes(8), "alpha\nbeta\ngamma\n"])
         r = ladder.rungs(2, ["str", "int"])
         self.assertEqual(len(r), len(ladder.LADDER) + len(ladder.MIXED[2]))  # scalars only reorder
@@ -108,45 +109,43 @@ class NamedKinds(unittest.TestCase):
     def test_built_values_are_new_for_every_call(self):
         # A class decorator that changes its class, a visitor that changes
         # its tree: the next call gets the value as the ladder built it.
-        from .. import calls
 
         for kind in ("class", "object", "node", "readline", "stream"):
             for v in ladder.TYPED_VALUES[kind]:
-                if isinstance(v, ladder._types.ModuleType):
+                if isinstance(v, types.ModuleType):
                     continue
                 rung = (v, 1)
-                a, b = calls.fresh(rung), calls.fresh(rung)
+                a, b = fresh.fresh(rung), fresh.fresh(rung)
                 self.assertIsNot(a[0], b[0], kind)
                 self.assertIsNot(a[0], v, kind)
                 self.assertEqual(canon.display(a), canon.display((v, 1)), kind)
         color = ladder.TYPED_VALUES["class"][0]
-        first = calls.fresh((color,))[0]
+        first = fresh.fresh((color,))[0]
         first.extra = 1
-        self.assertFalse(hasattr(calls.fresh((color,))[0], "extra"))
+        self.assertFalse(hasattr(fresh.fresh((color,))[0], "extra"))
         # A module too: what a call sets on it, or on a function's
         # globals, is gone for the next call (the repeat breaker's).
         module = ladder.TYPED_VALUES["module"][2]
-        m = calls.fresh((module, [1]))[0]
+        m = fresh.fresh((module, [1]))[0]
         m.count = 1
-        self.assertFalse(hasattr(calls.fresh((module, [1]))[0], "count"))
+        self.assertFalse(hasattr(fresh.fresh((module, [1]))[0], "count"))
         self.assertEqual(m.rgb_to_hsv(1, 0, 0), (0.0, 1.0, 1))
         import colorsys
         self.assertIsNot(m, colorsys)
-        fn = calls.fresh((ladder.TYPED_VALUES["object"][0],))[0]
+        fn = fresh.fresh((ladder.TYPED_VALUES["object"][0],))[0]
         fn.__globals__["count"] = 1
-        self.assertNotIn("count", calls.fresh((ladder.TYPED_VALUES["object"][0],))[0].__globals__)
+        self.assertNotIn("count", fresh.fresh((ladder.TYPED_VALUES["object"][0],))[0].__globals__)
         self.assertNotIn("count", vars(colorsys))
 
     def test_a_builder_broken_by_a_call_gives_the_ladders_own_value(self):
-        from .. import calls
 
         v = ladder.TYPED_VALUES["class"][0]
-        build = ladder.BUILT[id(v)]
-        ladder.BUILT[id(v)] = (v, lambda: 1 / 0)
+        build = values.BUILT[id(v)]
+        values.BUILT[id(v)] = (v, lambda: 1 / 0)
         try:
-            self.assertIs(calls.fresh((v, 1))[0], v)
+            self.assertIs(fresh.fresh((v, 1))[0], v)
         finally:
-            ladder.BUILT[id(v)] = build
+            values.BUILT[id(v)] = build
 
     def test_built_values_are_shown_without_an_address(self):
         for kind in ("class", "object", "node", "readline", "module"):
@@ -164,16 +163,15 @@ class NamedKinds(unittest.TestCase):
         self.assertTrue(canon.canon_text(f)[0].startswith("function:?."))
 
     def test_the_ladders_function_forgets_what_a_call_set_on_it(self):
-        from .. import calls
 
-        f = calls.fresh((ladder._callback,))[0]
-        self.assertIs(f, ladder._callback)
+        f = fresh.fresh((values._callback,))[0]
+        self.assertIs(f, values._callback)
         f.marked = True
-        self.assertFalse(hasattr(calls.fresh((ladder._callback,))[0], "marked"))
+        self.assertFalse(hasattr(fresh.fresh((values._callback,))[0], "marked"))
 
     def test_a_date_string_and_its_format_meet(self):
         # A parser taking (date_string, format) gets matching pairs.
-        r = ladder.rungs(2, [ladder.name_kind("date_string"), ladder.name_kind("format")])
+        r = ladder.rungs(2, [kinds.name_kind("date_string"), kinds.name_kind("format")])
         import datetime
         self.assertEqual(datetime.datetime.strptime(*r[0]), datetime.datetime(2024, 2, 29))
         self.assertEqual(datetime.datetime.strptime(*r[1]), datetime.datetime(2024, 2, 29, 13, 45, 30))

@@ -97,7 +97,7 @@ func (s *scan) openCache() *verdictCache {
 		b, _ := workerFiles.ReadFile("worker/" + e.Name())
 		fmt.Fprintf(h, "%s %x\n", e.Name(), sha256.Sum256(b))
 	}
-	applies := fmt.Sprintf("%+v", o.Runtime.Applies())
+	applies := fmt.Sprintf("%+v", sandbox.Supported(o.Runtime))
 	fmt.Fprintf(h, "tool %q\nruntime %q %+v %v\nextra %q\n", o.Version, o.Runtime.Name(), o.Runtime.Capabilities(), applies, o.CacheKey)
 	fmt.Fprintf(h, "python %q %s\n", s.ex.python, c.digest(s.ex.python))
 	fmt.Fprintf(h, "runs %d smell %d timeouts %s %s budget %s explain %s private %v tests %v unsafe %v limits %+v callerseed %q\n",

@@ -62,7 +62,7 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 	for _, sk := range s.skipped {
 		skipped[sk.Condition] = sk
 	}
-	for _, sup := range s.ex.opts.Runtime.Applies() {
+	for _, sup := range sandbox.Supported(s.ex.opts.Runtime) {
 		if sk, ok := skipped[sup.Condition]; ok {
 			sup = sk
 		}

@@ -181,12 +181,7 @@ func openExecutor(ctx context.Context, opts Options, files []sourceFile) (_ *exe
 		worker := filepath.Join(x.scratch, "shared", workerPackage)
 		compileWorker(ctx, x.python, worker, x.inside(worker), x.env())
 	}
-	x.faketime = findFaketime()
-	if inImage {
-		// The image's libfaketime, where images/probe/Dockerfile puts it on
-		// every architecture, not where the host happens to have one.
-		x.faketime = imageFaketime
-	}
+	x.faketime = sandbox.Faketime(inImage)
 	return x, undo.Release(), nil
 }
 

@@ -23,27 +23,6 @@ func runLabel(rc sandbox.RunConditions) string {
 	return strings.ReplaceAll(rc.Purpose, ":", "-")
 }
 
-// faketimeLibs are where Debian and others put libfaketime, which shifts
-// the clock through LD_PRELOAD.
-var faketimeLibs = []string{
-	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-	"/usr/lib/faketime/libfaketime.so.1",
-	"/usr/lib64/faketime/libfaketime.so.1",
-}
-
-// imageFaketime is where the probe image keeps libfaketime.
-const imageFaketime = "/usr/lib/faketime/libfaketime.so.1"
-
-func findFaketime() string {
-	for _, p := range faketimeLibs {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // baseConditions are run 0's, and discovery's.
 func baseConditions(loc locales, zones bool) sandbox.RunConditions {
 	rc := sandbox.RunConditions{}

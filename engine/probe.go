@@ -211,7 +211,6 @@ type workerPlan struct {
 	Start     int            `json:"start"`
 	Skip      []int          `json:"skip"`
 	ASLimit   int64          `json:"address_space_limit,omitempty"`
-	Umask     string         `json:"umask,omitempty"` // set by the worker on runtimes that cannot
 	// Segments are the indices in Calls where a lone run starts: the worker
 	// runs each segment in a child forked before anything scanned is
 	// imported.
@@ -277,7 +276,6 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	x.children.Add(int64(stretches(&plan)))
 	if !x.opts.Runtime.Isolated() {
 		plan.ASLimit = x.opts.Limits.MemoryBytes
-		plan.Umask = rc.Umask
 	}
 	skip := map[int]bool{}
 	importTimeout := max(30*time.Second, 3*x.opts.CallTimeout)

@@ -51,7 +51,7 @@ func openScan(ctx context.Context, opts Options, files []sourceFile) (*scan, fun
 	if len(opts.ExplicitRuns) > 0 {
 		s.runs = append([]sandbox.RunConditions(nil), opts.ExplicitRuns...)
 	}
-	s.skipped = applySupport(s.runs, opts.Runtime.Applies(), ex.faketime)
+	s.skipped = applySupport(s.runs, sandbox.Supported(opts.Runtime), ex.faketime)
 	return s, closeEx, nil
 }
 

@@ -96,50 +96,24 @@ func Reproduction(rep *report.Report, id, root, python string, projectRoot func(
 			return "", err
 		}
 		fmt.Fprintf(&out, "\n# run %d answered %s\n", rc.ID, oneLine(a.Value))
-		if rest := containerOnly(rc); rest != "" {
-			fmt.Fprintf(&out, "# not set here (a container sets them; replay does): %s\n", rest)
+		var env, before, unset []string
+		for _, v := range sandbox.Varieds {
+			switch {
+			case v.Shell != nil:
+				e, b := v.Shell(rc, shellQuote)
+				env, before = append(env, e...), append(before, b)
+			case v.By == sandbox.ByRuntime:
+				if shown := v.Show(rc); shown != "" {
+					unset = append(unset, fmt.Sprintf(v.Text, shown))
+				}
+			}
 		}
-		env := []string{fmt.Sprintf("PYTHONHASHSEED=%d", rc.HashSeed)}
-		if rc.TZ != "" {
-			env = append(env, "TZ="+shellQuote(rc.TZ))
+		if len(unset) > 0 {
+			fmt.Fprintf(&out, "# not set here (a container sets them; replay does): %s\n", strings.Join(unset, ", "))
 		}
-		if rc.Locale != "" {
-			env = append(env, "LC_ALL="+shellQuote(rc.Locale))
-		}
-		if rc.Home != "" {
-			env = append(env, "HOME="+shellQuote(rc.Home))
-		}
-		fmt.Fprintf(&out, "(")
-		if rc.Umask != "" {
-			fmt.Fprintf(&out, "umask %s && ", rc.Umask)
-		}
-		if rc.Cwd != "" {
-			fmt.Fprintf(&out, "mkdir -p %s && cd %s && ", shellQuote(rc.Cwd), shellQuote(rc.Cwd))
-		}
-		fmt.Fprintf(&out, "env %s %s -c %s)\n", strings.Join(env, " "), shellQuote(python), shellQuote(code.String()))
+		fmt.Fprintf(&out, "(%senv %s %s -c %s)\n", strings.Join(before, ""), strings.Join(env, " "), shellQuote(python), shellQuote(code.String()))
 	}
 	return out.String(), nil
-}
-
-// containerOnly names a run's conditions an environment cannot set.
-func containerOnly(rc sandbox.RunConditions) string {
-	var parts []string
-	if rc.Hostname != "" {
-		parts = append(parts, "hostname "+rc.Hostname)
-	}
-	if rc.UID != 0 {
-		parts = append(parts, fmt.Sprintf("uid %d", rc.UID))
-	}
-	if rc.CPUs != "" {
-		parts = append(parts, "cpus "+rc.CPUs)
-	}
-	if rc.Clock != "" {
-		parts = append(parts, "clock "+rc.Clock)
-	}
-	if rc.PidFloor != 0 {
-		parts = append(parts, fmt.Sprintf("pid above %d", rc.PidFloor))
-	}
-	return strings.Join(parts, ", ")
 }
 
 var (

@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Condition names one varied condition, as reports and causes name it.
@@ -75,6 +77,34 @@ type Planning struct {
 	Zones bool
 }
 
+// faketimeLibs are where Debian and others put libfaketime, which shifts
+// the clock through LD_PRELOAD.
+var faketimeLibs = []string{
+	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/faketime/libfaketime.so.1",
+	"/usr/lib64/faketime/libfaketime.so.1",
+}
+
+// imageFaketime is where the probe image keeps libfaketime, on every
+// architecture (images/probe/Dockerfile).
+const imageFaketime = "/usr/lib/faketime/libfaketime.so.1"
+
+// Faketime is libfaketime's path as a probe sees it: the image's for a
+// runtime whose probes run in its image, else the host's, or "" when the
+// host has none (the clock is then not shifted).
+func Faketime(inImage bool) string {
+	if inImage {
+		return imageFaketime
+	}
+	for _, p := range faketimeLibs {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // Applying is what applying a run's conditions to a job depends on.
 type Applying struct {
 	// Faketime is libfaketime's path inside the sandbox, or "": the clock
@@ -114,6 +144,22 @@ type Varied struct {
 	// Apply puts its value into the job: the environment, the working
 	// directory, the container's conditions.
 	Apply func(RunConditions, *Job, Applying)
+	// Shell sets it for a command a person runs in a shell (replay's
+	// snippet): variables for env, and a command to run before it (umask,
+	// cd), each value through quote; nil where only a container can set
+	// it (a runtime-applied condition without one is named, not set).
+	Shell func(r RunConditions, quote func(string) string) (env []string, before string)
+	// Seen reads it from inside a job, for a condition a runtime applies:
+	// the contract suite runs it on every runtime that says it applies
+	// the condition, so one that claims it without applying it fails.
+	Seen *Seen
+}
+
+// Seen is how a job sees a condition's value from inside: a shell
+// command that prints it, and whether what it printed is a run's value.
+type Seen struct {
+	Script string
+	Want   func(r RunConditions, out string) bool
 }
 
 // PinnedClock starts the Clock of a run whose clock starts at a fixed
@@ -165,6 +211,9 @@ var Varieds = []Varied{
 		Apply: func(r RunConditions, j *Job, _ Applying) {
 			j.Env = append(j.Env, "PYTHONHASHSEED="+strconv.FormatUint(uint64(r.HashSeed), 10))
 		},
+		Shell: func(r RunConditions, _ func(string) string) ([]string, string) {
+			return []string{"PYTHONHASHSEED=" + strconv.FormatUint(uint64(r.HashSeed), 10)}, ""
+		},
 	},
 	{
 		Name: Timezone, Label: "timezone", By: ByEngine, Values: zones, Text: "TZ=%s",
@@ -181,6 +230,9 @@ var Varieds = []Varied{
 		Show:  func(r RunConditions) string { return r.TZ },
 		Valid: func(r RunConditions) bool { return slices.Contains(zones, r.TZ) },
 		Apply: func(r RunConditions, j *Job, _ Applying) { j.Env = append(j.Env, "TZ="+r.TZ) },
+		Shell: func(r RunConditions, quote func(string) string) ([]string, string) {
+			return nonEmpty("TZ=", r.TZ, quote), ""
+		},
 	},
 	{
 		Name: Locale, Label: "locale", By: ByEngine, Values: locales, Text: "locale %s",
@@ -191,6 +243,9 @@ var Varieds = []Varied{
 		Apply: func(r RunConditions, j *Job, _ Applying) {
 			j.Env = append(j.Env, "LC_ALL="+r.Locale, "LANG="+r.Locale)
 		},
+		Shell: func(r RunConditions, quote func(string) string) ([]string, string) {
+			return nonEmpty("LC_ALL=", r.Locale, quote), ""
+		},
 	},
 	{
 		Name: Hostname, Label: "hostname", By: ByRuntime, Values: hostnames, Text: "hostname %s",
@@ -199,6 +254,7 @@ var Varieds = []Varied{
 		Show:   func(r RunConditions) string { return r.Hostname },
 		Valid:  func(r RunConditions) bool { return r.Hostname == "" || slices.Contains(hostnames, r.Hostname) },
 		Apply:  func(r RunConditions, j *Job, _ Applying) { j.Cond.Hostname = r.Hostname },
+		Seen:   &Seen{"cat /proc/sys/kernel/hostname", func(r RunConditions, out string) bool { return out == r.Hostname }},
 	},
 	{
 		Name: User, Label: "user", By: ByRuntime, Text: "uid %s",
@@ -217,6 +273,7 @@ var Varieds = []Varied{
 			return r.UID == r.GID && (r.UID == 0 || slices.Contains(ProbeUIDs, r.UID))
 		},
 		Apply: func(r RunConditions, j *Job, _ Applying) { j.Cond.UID, j.Cond.GID = r.UID, r.GID },
+		Seen:  &Seen{"echo $(id -u) $(id -g)", func(r RunConditions, out string) bool { return out == fmt.Sprintf("%d %d", r.UID, r.GID) }},
 	},
 	{
 		Name: Umask, Label: "umask", By: ByRuntime, Values: umasks, Text: "umask %s",
@@ -228,6 +285,17 @@ var Varieds = []Varied{
 			m, _ := strconv.ParseUint(r.Umask, 8, 32)
 			j.Cond.Umask = uint32(m)
 		},
+		Shell: func(r RunConditions, _ func(string) string) ([]string, string) {
+			if r.Umask == "" {
+				return nil, ""
+			}
+			return nil, "umask " + r.Umask + " && "
+		},
+		Seen: &Seen{"umask", func(r RunConditions, out string) bool {
+			a, errA := strconv.ParseUint(out, 8, 32)
+			b, errB := strconv.ParseUint(r.Umask, 8, 32)
+			return errA == nil && errB == nil && a == b
+		}},
 	},
 	{
 		Name: Cwd, Label: "cwd", By: ByRuntime, Text: "cwd %s",
@@ -236,6 +304,16 @@ var Varieds = []Varied{
 		Show:   func(r RunConditions) string { return r.Cwd },
 		Valid:  func(r RunConditions) bool { return isNumbered(r.Cwd, "/tmp/work", "-") },
 		Apply:  func(r RunConditions, j *Job, _ Applying) { j.Dir = r.Cwd },
+		Shell: func(r RunConditions, quote func(string) string) ([]string, string) {
+			if r.Cwd == "" {
+				return nil, ""
+			}
+			return nil, "mkdir -p " + quote(r.Cwd) + " && cd " + quote(r.Cwd) + " && "
+		},
+		// The host runtime puts a run's folders under its scratch space.
+		Seen: &Seen{"pwd", func(r RunConditions, out string) bool {
+			return strings.HasSuffix(out, strings.TrimPrefix(r.Cwd, ScratchVar))
+		}},
 	},
 	{
 		Name: Home, Label: "home", By: ByRuntime, Text: "home %s",
@@ -247,6 +325,13 @@ var Varieds = []Varied{
 			j.Env = append(j.Env, "HOME="+r.Home)
 			j.Cond.Home = r.Home
 		},
+		Shell: func(r RunConditions, quote func(string) string) ([]string, string) {
+			return nonEmpty("HOME=", r.Home, quote), ""
+		},
+		Seen: &Seen{`echo "$HOME"; test -d "$HOME" && test -w "$HOME" && echo writable`, func(r RunConditions, out string) bool {
+			home, w, _ := strings.Cut(out, "\n")
+			return strings.HasSuffix(home, strings.TrimPrefix(r.Home, ScratchVar)) && w == "writable"
+		}},
 	},
 	{
 		Name: CPUs, Label: "cpus", By: ByRuntime, Text: "cpus %s",
@@ -264,6 +349,9 @@ var Varieds = []Varied{
 		Show:  func(r RunConditions) string { return r.CPUs },
 		Valid: func(r RunConditions) bool { return r.CPUs == "" || cpuList.MatchString(r.CPUs) },
 		Apply: func(r RunConditions, j *Job, _ Applying) { j.Cond.CPUs = r.CPUs },
+		Seen: &Seen{`sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status`, func(r RunConditions, out string) bool {
+			return r.CPUs == "" || out == r.CPUs
+		}},
 	},
 	{
 		Name: Clock, Label: "clock", By: ByRuntime, Values: clocks, Text: "clock %s",
@@ -288,6 +376,22 @@ var Varieds = []Varied{
 				j.Env = append(j.Env, "LD_PRELOAD="+a.Faketime, "FAKE_UTIME=1", "FAKETIME="+r.Clock)
 			}
 		},
+		// The clock's offset is days: an hour either way tells it from
+		// the kernel's, on however busy a machine.
+		Seen: &Seen{"date +%s", func(r RunConditions, out string) bool {
+			got, err := strconv.ParseInt(out, 10, 64)
+			if err != nil {
+				return false
+			}
+			want := time.Now().Unix()
+			switch {
+			case strings.HasPrefix(r.Clock, PinnedClock):
+				want = PinnedEpoch + offsetSeconds(strings.TrimPrefix(r.Clock, PinnedClock))
+			case r.Clock != "":
+				want += offsetSeconds(r.Clock)
+			}
+			return got > want-3600 && got < want+3600
+		}},
 	},
 	{
 		Name: Pid, Label: "pid floor", By: ByRuntime, Text: "pid above %s",
@@ -304,6 +408,10 @@ var Varieds = []Varied{
 			return f == 0 || (f >= 20 && (f-20)%7 == 0 && f <= 20+7*MaxRuns)
 		},
 		Apply: func(r RunConditions, j *Job, _ Applying) { j.Cond.PidFloor = r.PidFloor },
+		Seen: &Seen{"echo $$", func(r RunConditions, out string) bool {
+			pid, err := strconv.Atoi(out)
+			return err == nil && pid > r.PidFloor
+		}},
 	},
 	{
 		Name: CallOrder, Label: "call order", By: ByEngine, Values: orders, Text: "%s order",
@@ -332,14 +440,28 @@ func Applied(by Applier) []Condition {
 	return out
 }
 
-// ContainerConditions are the conditions a container runtime varies: all
-// those a runtime applies.
-func ContainerConditions() []Support {
-	var out []Support
-	for _, c := range Applied(ByRuntime) {
-		out = append(out, Support{Condition: c, Applied: true})
+// AppliesAll says a runtime applies each of cs: what its Applies lists. A
+// condition a runtime does not list is not applied (Supported).
+func AppliesAll(cs ...Condition) []Support {
+	out := make([]Support, len(cs))
+	for i, c := range cs {
+		out[i] = Support{Condition: c, Applied: true}
 	}
 	return out
+}
+
+// Supported is every runtime-applied condition as rt supports it: what
+// its Applies says, and each condition it does not name, not applied. So
+// a condition added to the table is applied by no runtime until one says
+// it applies it, and the contract suite checks that one from inside.
+func Supported(rt Runtime) []Support {
+	sup := rt.Applies()
+	for _, c := range Applied(ByRuntime) {
+		if !slices.ContainsFunc(sup, func(s Support) bool { return s.Condition == c }) {
+			sup = append(sup, Support{Condition: c, Reason: "the " + rt.Name() + " runtime does not apply it"})
+		}
+	}
+	return sup
 }
 
 // VariedCondition is the declaration of c.
@@ -350,6 +472,14 @@ func VariedCondition(c Condition) (Varied, bool) {
 		}
 	}
 	return Varied{}, false
+}
+
+// nonEmpty is the variable assignment name+value for a shell, or none.
+func nonEmpty(name, value string, quote func(string) string) []string {
+	if value == "" {
+		return nil
+	}
+	return []string{name + quote(value)}
 }
 
 // Same says whether two runs have the same value of the condition.

@@ -25,6 +25,9 @@ func TestEveryConditionIsOneDeclaration(t *testing.T) {
 			t.Errorf("%s lacks a facet", v.Name)
 			continue
 		}
+		if v.By == ByRuntime && (v.Seen == nil || v.Seen.Script == "" || v.Seen.Want == nil) {
+			t.Errorf("%s is applied by runtimes and has no check from inside (Seen): the contract cannot hold a runtime to it", v.Name)
+		}
 		for _, f := range v.Fields(&rc) {
 			off := reflect.ValueOf(f).Pointer() - base
 			if o, ok := owner[off]; ok {

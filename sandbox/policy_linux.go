@@ -323,10 +323,7 @@ func (p *Policy) Spec(job *Job) (*specs.Spec, error) {
 	if p.Rootless {
 		// The probe is the namespace's root here, and would own /dev.
 		spec.Linux.ReadonlyPaths = append(spec.Linux.ReadonlyPaths, "/dev")
-		spec.Linux.CgroupsPath, spec.Linux.Resources = "", nil
-		if cond.CPUs != "" {
-			spec.Process.ExecCPUAffinity = &specs.CPUAffinity{Initial: cond.CPUs, Final: cond.CPUs}
-		}
+		spec.Linux.CgroupsPath, spec.Linux.Resources = "", nil // the CPU set: embedded pins the init
 	}
 	if p.Seccomp {
 		sc, err := SeccompProfile(spec)

@@ -30,8 +30,6 @@ def probe(plan):
     _map_marks()
     if plan.get("code_dir"):
         CodeCache(plan["code_dir"], (m["path"] for m in plan["modules"])).install()
-    if plan.get("umask"):
-        os.umask(int(plan["umask"], 8))
     limit = plan.get("address_space_limit")
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

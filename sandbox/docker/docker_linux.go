@@ -84,7 +84,12 @@ func (*Runtime) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{InImage: true, StartsAhead: true}
 }
 
-func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
+// Applies: the container's config sets each (hostname, user, working
+// directory, HOME's tmpfs, cpuset) or the shell that starts the job does
+// (umask, pid floor); the clock through the image's libfaketime.
+func (*Runtime) Applies() []sandbox.Support {
+	return sandbox.AppliesAll(sandbox.Hostname, sandbox.User, sandbox.Umask, sandbox.Cwd, sandbox.Home, sandbox.CPUs, sandbox.Clock, sandbox.Pid)
+}
 
 // Begin remembers the scan; containers are made per job.
 func (r *Runtime) Begin(ctx context.Context, scan sandbox.Scan) (sandbox.Session, error) {

@@ -2,9 +2,11 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -98,7 +100,7 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 }
 
 func (r *Runtime) Applies() []sandbox.Support {
-	out := sandbox.ContainerConditions()
+	out := sandbox.AppliesAll(sandbox.Hostname, sandbox.User, sandbox.Umask, sandbox.Cwd, sandbox.Home, sandbox.CPUs, sandbox.Clock, sandbox.Pid)
 	if r.opts.Rootless {
 		for i := range out {
 			if out[i].Condition == sandbox.User {
@@ -157,7 +159,21 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	defer devnull.Close()
 	proc.Stdin, proc.Stdout, proc.Stderr = devnull, job.Stdout, job.Stderr
 	proc.ExtraFiles = job.Files()
-	if err := ctr.Run(proc); err != nil {
+	if err := ctr.Start(proc); err != nil {
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	if s.opts.Rootless && job.Cond.CPUs != "" {
+		// No cgroup holds a rootless container's CPUs: its init, waiting
+		// to exec the job, is pinned, and the job inherits the affinity.
+		// (runc's execCPUAffinity is for processes exec'd into a running
+		// container, never its init.)
+		if err := pin(proc, job.Cond.CPUs); err != nil {
+			_ = ctr.Signal(unix.SIGKILL)
+			return nil, fmt.Errorf("cpu set %s: %w", job.Cond.CPUs, err)
+		}
+	}
+	if err := ctr.Exec(); err != nil {
+		_ = ctr.Signal(unix.SIGKILL)
 		return nil, fmt.Errorf("start container: %w", err)
 	}
 	var cgroupPaths map[string]string
@@ -220,6 +236,33 @@ func containerConfig(id string, spec *specs.Spec, rootless bool) (*configs.Confi
 		cfg.Devices[i] = &own
 	}
 	return cfg, nil
+}
+
+// pin sets the CPU affinity of every thread of proc: whichever of them
+// execs the job, the job starts on cpus, and so does what it starts.
+func pin(proc *libcontainer.Process, cpus string) error {
+	set, err := configs.ToCPUSet(cpus)
+	if err != nil {
+		return err
+	}
+	pid, err := proc.Pid()
+	if err != nil {
+		return err
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
 }
 
 // process mirrors runc's own translation of a spec's process.

@@ -191,13 +191,17 @@ func confineExec(args []string) error {
 	if err := unix.CloseRange(6, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
+	if sh.umask >= 0 {
+		syscall.Umask(sh.umask) // this process's alone, kept across the exec
+	}
 	return syscall.Exec(path, sh.argv, os.Environ())
 }
 
 // shim is the confining shim's command line:
 //
-//	host-confine [-ns MNTNS [-pid FLOOR] [-bind SRC DST]...] [-dir DIR] [-ro PATH]... WRITABLE... -- COMMAND...
+//	host-confine [-umask MODE] [-ns MNTNS [-pid FLOOR] [-bind SRC DST]...] [-dir DIR] [-ro PATH]... WRITABLE... -- COMMAND...
 //
+// -umask is the probe's umask (octal), set before the exec.
 // -ns says the shim was started in namespaces of its own (mount, PID,
 // IPC; MNTNS is the engine's mount namespace, which it must not be in):
 // there it mounts a /proc of its own PID namespace, starts its pids at
@@ -207,6 +211,7 @@ func confineExec(args []string) error {
 // once the binds are in place; -ro are what the probe may read besides
 // the system's own files and its writable folders.
 type shim struct {
+	umask    int // -1: left as it is
 	binds    [][2]string
 	hostNS   string
 	pidFloor int
@@ -217,8 +222,8 @@ type shim struct {
 }
 
 func parseShim(args []string) (*shim, error) {
-	sh := &shim{}
-	usage := errors.New("usage: host-confine [-ns MNTNS [-bind SRC DST]...] [-dir DIR] [-ro PATH]... DIR... -- COMMAND...")
+	sh := &shim{umask: -1}
+	usage := errors.New("usage: host-confine [-umask MODE] [-ns MNTNS [-bind SRC DST]...] [-dir DIR] [-ro PATH]... DIR... -- COMMAND...")
 	for len(args) > 0 {
 		switch {
 		case args[0] == "-bind" && len(args) >= 3:
@@ -231,6 +236,12 @@ func parseShim(args []string) (*shim, error) {
 			sh.pidFloor, _ = strconv.Atoi(args[1])
 		case args[0] == "-dir" && len(args) >= 2:
 			sh.dir = args[1]
+		case args[0] == "-umask" && len(args) >= 2:
+			m, err := strconv.ParseUint(args[1], 8, 32)
+			if err != nil || m > 0o777 {
+				return nil, usage
+			}
+			sh.umask = int(m)
 		case args[0] == "-ro" && len(args) >= 2:
 			sh.reads = append(sh.reads, args[1])
 		default:

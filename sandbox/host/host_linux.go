@@ -67,7 +67,7 @@ func (r *Runtime) Applies() []sandbox.Support {
 	s := []sandbox.Support{
 		no(sandbox.Hostname, "the host runtime has no UTS namespace"),
 		no(sandbox.User, "the host runtime has no user namespace"),
-		{Condition: sandbox.Umask, Applied: true}, // by the worker, from its plan
+		{Condition: sandbox.Umask, Applied: true}, // by the shim, or a shell when unconfined
 		{Condition: sandbox.Cwd, Applied: true},
 		{Condition: sandbox.Home, Applied: true},
 		no(sandbox.CPUs, "the host runtime does not pin CPUs"),
@@ -155,7 +155,7 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 			}
 		}
 		writable := append([]string{home, cwd, job.Scratch}, job.Writable...)
-		shim := []string{r.rt.self, confineArg}
+		shim := []string{r.rt.self, confineArg, "-umask", fmt.Sprintf("%o", job.Cond.Umask)}
 		for _, b := range job.Binds {
 			shim = append(shim, "-ro", b.Source)
 		}
@@ -183,6 +183,8 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 			dir = job.Scratch
 		}
 		argv = append(append(append(shim, writable...), "--"), argv...)
+	} else {
+		argv = append([]string{"/bin/sh", "-c", `umask "$0" && exec "$@"`, fmt.Sprintf("%o", job.Cond.Umask)}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -193,7 +195,7 @@ func (r *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 	cmd.SysProcAttr = attr
 	cmd.WaitDelay = time.Second
 
-	// The umask is the worker's to set (the engine puts it in the plan):
+	// The umask is set by the shim (or the shell) the job starts in:
 	// changing this process's umask around Start would race with every
 	// other goroutine creating files.
 	if err := cmd.Start(); err != nil {

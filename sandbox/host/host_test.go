@@ -34,6 +34,33 @@ func TestContract(t *testing.T) {
 	conformance.Contract(t, host.New(), nil)
 }
 
+// claiming is the host runtime saying it applies what it does not: the
+// hostname, which needs a UTS namespace, and the user.
+type claiming struct{ *host.Runtime }
+
+func (c claiming) Applies() []sandbox.Support {
+	out := c.Runtime.Applies()
+	for i, sup := range out {
+		if sup.Condition == sandbox.Hostname || sup.Condition == sandbox.User {
+			out[i] = sandbox.Support{Condition: sup.Condition, Applied: true}
+		}
+	}
+	return out
+}
+
+// TestContractCatchesAConditionClaimedNotApplied: the contract's check of
+// the conditions fails a runtime that claims one it does not apply,
+// naming it, and passes the runtime that says so.
+func TestContractCatchesAConditionClaimedNotApplied(t *testing.T) {
+	if got := conformance.Misapplied(t, host.New()); len(got) != 0 {
+		t.Fatalf("the host runtime as it is: %q", got)
+	}
+	got := conformance.Misapplied(t, claiming{host.New()})
+	if len(got) != 2 || !strings.HasPrefix(got[0], "hostname:") || !strings.HasPrefix(got[1], "user:") {
+		t.Errorf("a runtime that claims the hostname and the user: %q, want both named", got)
+	}
+}
+
 // TestIntegrity: a hostile module beside an honest one changes none of the
 // honest module's verdicts, technique by technique (the static gate refuses
 // some of them on this runtime before they run).

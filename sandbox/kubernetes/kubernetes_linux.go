@@ -163,13 +163,8 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 
 // Applies: every condition but the CPU set, which a pod cannot choose.
 func (*Runtime) Applies() []sandbox.Support {
-	out := sandbox.ContainerConditions()
-	for i := range out {
-		if out[i].Condition == sandbox.CPUs {
-			out[i] = sandbox.Support{Condition: sandbox.CPUs, Reason: "a pod cannot choose its CPUs (only a node's static CPU manager pins them)"}
-		}
-	}
-	return out
+	return append(sandbox.AppliesAll(sandbox.Hostname, sandbox.User, sandbox.Umask, sandbox.Cwd, sandbox.Home, sandbox.Clock, sandbox.Pid),
+		sandbox.Support{Condition: sandbox.CPUs, Reason: "a pod cannot choose its CPUs (only a node's static CPU manager pins them)"})
 }
 
 // Namespace is where the runtime makes its pods.

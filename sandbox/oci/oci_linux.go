@@ -142,7 +142,10 @@ func canStartRunsc(ctx context.Context, bin string) error {
 func (r *Runtime) Name() string { return "oci" }
 func (*Runtime) Isolated() bool { return true }
 
-func (*Runtime) Applies() []sandbox.Support { return sandbox.ContainerConditions() }
+// Applies: the spec sets each (sandbox.Policy), as embedded's does.
+func (*Runtime) Applies() []sandbox.Support {
+	return sandbox.AppliesAll(sandbox.Hostname, sandbox.User, sandbox.Umask, sandbox.Cwd, sandbox.Home, sandbox.CPUs, sandbox.Clock, sandbox.Pid)
+}
 
 // Capabilities: the job's cgroup gives its peak memory.
 func (*Runtime) Capabilities() sandbox.Capabilities { return sandbox.Capabilities{PeakMemory: true} }

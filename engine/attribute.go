@@ -226,8 +226,7 @@ func (s *scan) flipAgain(ctx context.Context, groups []*attribution, named [][]n
 func flipSlots(runs []sandbox.RunConditions, n namedCauses) []int {
 	var slots []int
 	for slot := firstFlip; slot < len(runs) && slot < len(n.outs); slot++ {
-		name := strings.TrimPrefix(runs[slot].Purpose, "attribute:")
-		if slices.Contains(n.causes, name) {
+		if name := string(runs[slot].Flip); name != "" && slices.Contains(n.causes, name) {
 			slots = append(slots, slot)
 		}
 	}
@@ -241,7 +240,7 @@ func flipSlots(runs []sandbox.RunConditions, n namedCauses) []int {
 // condition but the clock's own. Where the clock's flip left it alone,
 // time does not move it, and no flip moved it by chance.
 func tickable(runs []sandbox.RunConditions, n namedCauses, smells []gate.Smell) []int {
-	clockSlot := slices.IndexFunc(runs, func(r sandbox.RunConditions) bool { return r.Purpose == "attribute:"+string(sandbox.Clock) })
+	clockSlot := slices.IndexFunc(runs, func(r sandbox.RunConditions) bool { return r.Flip == sandbox.Clock })
 	timed := clockSlot < 0 || slices.Contains(n.causes, string(sandbox.Clock)) ||
 		slices.ContainsFunc(smells, func(sm gate.Smell) bool { return sm.Kind == "clock" })
 	if !timed {
@@ -257,7 +256,7 @@ func tickable(runs []sandbox.RunConditions, n namedCauses, smells []gate.Smell) 
 func steadyCauses(runs []sandbox.RunConditions, n *namedCauses, second map[int]outcome) ([]string, string) {
 	var causes, chance []string
 	for _, slot := range flipSlots(runs, *n) {
-		name := strings.TrimPrefix(runs[slot].Purpose, "attribute:")
+		name := string(runs[slot].Flip)
 		if o := second[slot]; !canonical(o) || o.value == n.outs[slot].value {
 			causes = append(causes, name) // no answer the second time: the first stands
 		} else {
@@ -327,9 +326,9 @@ func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attributi
 			base.Clock, other.Clock = sandbox.PinnedClock+base.Clock, sandbox.PinnedClock+other.Clock
 		}
 		ctrl, ctrl2 := base, base
-		base.ID, base.Purpose = -1, "attribute:base"
-		ctrl.ID, ctrl.Purpose = -1, "attribute:control"
-		ctrl2.ID, ctrl2.Purpose = -1, "attribute:control"
+		base.ID, base.Purpose = -1, sandbox.PurposeBase
+		ctrl.ID, ctrl.Purpose = -1, sandbox.PurposeControl
+		ctrl2.ID, ctrl2.Purpose = -1, sandbox.PurposeControl
 		g.runs = append(g.runs, base, ctrl, ctrl2)
 		var flips []sandbox.RunConditions
 		for _, c := range sandbox.Varieds {
@@ -337,7 +336,7 @@ func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attributi
 				continue
 			}
 			flip := base
-			flip.Purpose = "attribute:" + string(c.Name)
+			flip.Purpose, flip.Flip = sandbox.PurposeFlip, c.Name
 			c.Take(&flip, other)
 			flips = append(flips, flip)
 		}
@@ -346,7 +345,7 @@ func planAttribution(probes []*probe, runs []sandbox.RunConditions) []*attributi
 			// acting together from the calls before it; with one
 			// condition apart, its flip is that run.
 			all := other
-			all.ID, all.Purpose = -1, "attribute-all"
+			all.ID, all.Purpose = -1, sandbox.PurposeAll
 			g.runs = append(g.runs, all)
 		}
 		g.runs = append(g.runs, flips...)
@@ -395,12 +394,12 @@ func nameCauses(runs []sandbox.RunConditions, outs []outcome, failed string) (ca
 	}
 	allSlot := -1
 	for slot := firstFlip; slot < len(runs); slot++ {
-		if runs[slot].Purpose == "attribute-all" {
+		if runs[slot].Purpose == sandbox.PurposeAll {
 			allSlot = slot
 			continue
 		}
 		if o := outs[slot]; canonical(o) && o.value != base.value {
-			causes = append(causes, strings.TrimPrefix(runs[slot].Purpose, "attribute:"))
+			causes = append(causes, string(runs[slot].Flip))
 		}
 	}
 	if len(causes) > 0 {

@@ -34,20 +34,20 @@ func TestAttributionPlan(t *testing.T) {
 	base, other := runs[0], runs[1]
 	purposes := []string{}
 	for _, r := range g.runs {
-		purposes = append(purposes, r.Purpose)
+		purposes = append(purposes, runLabel(r))
 		if r.ID != -1 {
-			t.Errorf("%s: an attribution run is numbered %d", r.Purpose, r.ID)
+			t.Errorf("%s: an attribution run is numbered %d", runLabel(r), r.ID)
 		}
 		if r.Clock != "" && !strings.HasPrefix(r.Clock, sandbox.PinnedClock) {
-			t.Errorf("%s: clock %q is not pinned", r.Purpose, r.Clock)
+			t.Errorf("%s: clock %q is not pinned", runLabel(r), r.Clock)
 		}
 	}
-	if !slices.Equal(purposes[:firstFlip+1], []string{"attribute:base", "attribute:control", "attribute:control", "attribute-all"}) {
+	if !slices.Equal(purposes[:firstFlip+1], []string{"attribute-base", "attribute-control", "attribute-control", "attribute-all"}) {
 		t.Fatalf("the group starts %v", purposes[:firstFlip+1])
 	}
 	var flipped []string
 	for _, r := range g.runs[firstFlip+1:] {
-		name := strings.TrimPrefix(r.Purpose, "attribute:")
+		name := string(r.Flip)
 		flipped = append(flipped, name)
 		v, ok := sandbox.VariedCondition(sandbox.Condition(name))
 		if !ok {
@@ -82,9 +82,9 @@ func TestAttributionPlan(t *testing.T) {
 	groups = planAttribution([]*probe{finding(0, 0, 3)}, runs)
 	purposes = purposes[:0]
 	for _, r := range groups[0].runs {
-		purposes = append(purposes, r.Purpose)
+		purposes = append(purposes, runLabel(r))
 	}
-	if !slices.Equal(purposes, []string{"attribute:base", "attribute:control", "attribute:control", "attribute:hash-seed"}) {
+	if !slices.Equal(purposes, []string{"attribute-base", "attribute-control", "attribute-control", "attribute-flip-hash-seed"}) {
 		t.Errorf("a pair apart in the hash seed alone: runs %v", purposes)
 	}
 }
@@ -123,10 +123,10 @@ func TestWitnessComparesTheClosestRuns(t *testing.T) {
 // answer; controls that disagree are the process; no canonical answer, or
 // no flip that moves it, is unattributed with a note that says which.
 func TestNameCauses(t *testing.T) {
-	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
-		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:locale"}}
+	runs := []sandbox.RunConditions{{Purpose: sandbox.PurposeBase}, {Purpose: sandbox.PurposeControl}, {Purpose: sandbox.PurposeControl},
+		{Purpose: sandbox.PurposeAll}, {Purpose: sandbox.PurposeFlip, Flip: "timezone"}, {Purpose: sandbox.PurposeFlip, Flip: "locale"}}
 	one := runs[:3:3]
-	one = append(one, sandbox.RunConditions{Purpose: "attribute:hash-seed"})
+	one = append(one, sandbox.RunConditions{Purpose: sandbox.PurposeFlip, Flip: "hash-seed"})
 	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
 	for _, c := range []struct {
 		name   string
@@ -189,8 +189,8 @@ func TestAgreeAlone(t *testing.T) {
 // moves the answer where it moved it the first time; a flip that moved it
 // once (a clock that ticked during a slow run) is chance.
 func TestSteadyCauses(t *testing.T) {
-	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
-		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:hostname"}}
+	runs := []sandbox.RunConditions{{Purpose: sandbox.PurposeBase}, {Purpose: sandbox.PurposeControl}, {Purpose: sandbox.PurposeControl},
+		{Purpose: sandbox.PurposeAll}, {Purpose: sandbox.PurposeFlip, Flip: "timezone"}, {Purpose: sandbox.PurposeFlip, Flip: "hostname"}}
 	v := func(s string) outcome { return outcome{kind: answered, value: "V:" + s} }
 	first := []outcome{v("a"), v("a"), v("a"), v("b"), v("b"), v("c")}
 	for _, c := range []struct {
@@ -219,8 +219,8 @@ func TestSteadyCauses(t *testing.T) {
 // TestTickable: only a finding time could move has its flips run again,
 // and never the clock's own flip.
 func TestTickable(t *testing.T) {
-	runs := []sandbox.RunConditions{{Purpose: "attribute:base"}, {Purpose: "attribute:control"}, {Purpose: "attribute:control"},
-		{Purpose: "attribute-all"}, {Purpose: "attribute:timezone"}, {Purpose: "attribute:clock"}, {Purpose: "attribute:hostname"}}
+	runs := []sandbox.RunConditions{{Purpose: sandbox.PurposeBase}, {Purpose: sandbox.PurposeControl}, {Purpose: sandbox.PurposeControl},
+		{Purpose: sandbox.PurposeAll}, {Purpose: sandbox.PurposeFlip, Flip: "timezone"}, {Purpose: sandbox.PurposeFlip, Flip: "clock"}, {Purpose: sandbox.PurposeFlip, Flip: "hostname"}}
 	clock := []gate.Smell{{Kind: "clock", Call: "time.time"}}
 	for _, c := range []struct {
 		name   string

@@ -33,7 +33,7 @@ func (s *scan) confirm(ctx context.Context, pending []*probe, main *results, lad
 		// The findings whose witnesses compare the same two runs share a
 		// container per run: each function runs in a child of its own.
 		keys, groups := byWitnessRuns(pending)
-		tasks, res := s.loneTasks(keys, groups, "confirm", false, ladder)
+		tasks, res := s.loneTasks(keys, groups, sandbox.PurposeConfirm, false, ladder)
 		s.ex.runPool(ctx, tasks)
 		if ctx.Err() != nil {
 			return
@@ -104,7 +104,7 @@ func judgeAlone(a, b outcome, repeat bool, prev string, seen bool) aloneVerdict 
 //
 // A key whose second run is -1 names one run: a repeat's, whose two
 // answers came from one interpreter.
-func (s *scan) loneTasks(keys [][2]int, groups map[[2]int][]*probe, purpose string, trace bool, ladder ladders) ([]task, map[[2]int]*results) {
+func (s *scan) loneTasks(keys [][2]int, groups map[[2]int][]*probe, purpose sandbox.Purpose, trace bool, ladder ladders) ([]task, map[[2]int]*results) {
 	var tasks []task
 	res := map[[2]int]*results{}
 	for _, key := range keys {
@@ -285,7 +285,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		res := map[*shard]*results{}
 		for _, run := range runsOrder {
 			rc := s.runs[run]
-			rc.ID, rc.Purpose = -1, "bisect"
+			rc.ID, rc.Purpose = -1, sandbox.PurposeBisect
 			for _, sh := range byRun[run] {
 				res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
 				tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)

@@ -95,7 +95,7 @@ func (s *scan) diverge(ctx context.Context, probes []*probe, ladder ladders) {
 			groups[key] = append(groups[key], p)
 		}
 	}
-	tasks, res := s.loneTasks(keys, groups, "diverge", true, ladder)
+	tasks, res := s.loneTasks(keys, groups, sandbox.PurposeDiverge, true, ladder)
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
 		return
@@ -175,7 +175,7 @@ func (s *scan) divergeMoved(ctx context.Context, moved []*bisection, byIndex map
 	res := map[*shard]*results{}
 	for _, run := range runs {
 		rc := s.runs[run]
-		rc.ID, rc.Purpose = -1, "diverge"
+		rc.ID, rc.Purpose = -1, sandbox.PurposeDiverge
 		for _, sh := range byRun[run] {
 			res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
 			tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)

@@ -20,7 +20,10 @@ func runLabel(rc sandbox.RunConditions) string {
 	if rc.ID >= 0 {
 		return fmt.Sprintf("r%d", rc.ID)
 	}
-	return strings.ReplaceAll(rc.Purpose, ":", "-")
+	if rc.Flip != "" {
+		return string(rc.Purpose) + "-" + string(rc.Flip)
+	}
+	return string(rc.Purpose)
 }
 
 // baseConditions are run 0's, and discovery's.
@@ -37,7 +40,7 @@ func baseConditions(loc locales, zones bool) sandbox.RunConditions {
 // depend on them, and the ladder's displays must not.
 func discoveryConditions() sandbox.RunConditions {
 	rc := baseConditions(locales{names: []string{"C.UTF-8"}}, false)
-	rc.ID, rc.Purpose = -1, "discover"
+	rc.ID, rc.Purpose = -1, sandbox.PurposeDiscover
 	return rc
 }
 
@@ -77,10 +80,10 @@ func planRuns(seed uint64, n, extra int, loc locales, isolated, zones bool) []sa
 	}
 	runs := make([]sandbox.RunConditions, n+extra)
 	for i := range runs {
-		rc := sandbox.RunConditions{ID: i, Purpose: "main"}
+		rc := sandbox.RunConditions{ID: i, Purpose: sandbox.PurposeMain}
 		p := sandbox.Planning{Run: i, Draw: draw, Locales: loc.names, NumCPU: runtime.NumCPU(), Zones: zones}
 		if i >= n {
-			rc.Purpose, p.Run = "hash-seed", 0
+			rc.Purpose, p.Run = sandbox.PurposeHashSeed, 0
 		}
 		for _, v := range sandbox.Varieds {
 			v.Plan(&rc, p)

@@ -78,10 +78,10 @@ func TestPlanVariesEveryCondition(t *testing.T) {
 		for _, rc := range runs[1:] {
 			for _, v := range sandbox.Varieds {
 				moved := !v.Same(runs[0], rc)
-				want := rc.Purpose == "main" || v.Name == sandbox.HashSeed
+				want := rc.Purpose == sandbox.PurposeMain || v.Name == sandbox.HashSeed
 				cycles := rc.ID > 1 && v.Name != sandbox.HashSeed && v.Name != sandbox.Clock
 				switch {
-				case rc.Purpose == "main" && cycles:
+				case rc.Purpose == sandbox.PurposeMain && cycles:
 				case v.Name == sandbox.CPUs && runtime.NumCPU() == 1:
 				case v.Name == sandbox.CallOrder && rc.ID%2 == 0:
 				case moved != want:

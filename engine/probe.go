@@ -463,7 +463,7 @@ func (x *executor) dropPastLimit(sh *shard, rc sandbox.RunConditions, plan *work
 // witness's rungs, which answered in the witness's run, and must call
 // them as that run did.
 func budgeted(sh *shard, rc sandbox.RunConditions) bool {
-	return (rc.Purpose == "main" || rc.Purpose == "hash-seed") && !sh.alone && sh.calls == nil && len(sh.upTo) == 0
+	return (rc.Purpose == sandbox.PurposeMain || rc.Purpose == sandbox.PurposeHashSeed) && !sh.alone && sh.calls == nil && len(sh.upTo) == 0
 }
 
 // drop is a rung a run did not call because it ran past the call limit
@@ -647,7 +647,7 @@ func (x *executor) sandboxCause(trace string) string {
 // under is the shard as a run sees it: only the functions that smell get
 // the extra hash-seed runs (nil when none of the shard's does).
 func (sh *shard) under(rc sandbox.RunConditions) *shard {
-	if rc.Purpose != "hash-seed" {
+	if rc.Purpose != sandbox.PurposeHashSeed {
 		return sh
 	}
 	var smelly []*probe

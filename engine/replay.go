@@ -51,7 +51,7 @@ func Replay(ctx context.Context, opts Options, rep *report.Report, id, root stri
 		if err != nil {
 			return nil, f, err
 		}
-		rc.Purpose = "replay"
+		rc.Purpose = sandbox.PurposeReplay
 		runs = append(runs, rc)
 	}
 	opts.ExplicitRuns = runs

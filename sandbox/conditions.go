@@ -48,10 +48,32 @@ type RunConditions struct {
 	CPUs      string `json:"cpus"`
 	Clock     string `json:"clock_offset"`
 	PidFloor  int    `json:"pid_floor,omitempty"` // the interpreter's pid is a little above this
-	// Purpose is "main" for the runs every function gets, "hash-seed" for
-	// the extra runs of functions that smell (base conditions, a new seed).
-	Purpose string `json:"purpose"`
+	// Purpose is what the run is for: a report's runs are PurposeMain or
+	// PurposeHashSeed; the others are the engine's lone runs.
+	Purpose Purpose `json:"purpose"`
+	// Flip is, for an attribution run that flips one condition to the
+	// other run's (PurposeFlip), that condition.
+	Flip Condition `json:"flip,omitempty"`
 }
+
+// Purpose is what a run is for.
+type Purpose string
+
+const (
+	PurposeMain     Purpose = "main"      // the runs every function gets
+	PurposeHashSeed Purpose = "hash-seed" // the extra runs of functions that smell: base conditions, a new seed
+	PurposeDiscover Purpose = "discover"
+	PurposeConfirm  Purpose = "confirm"
+	PurposeBisect   Purpose = "bisect"
+	PurposeDiverge  Purpose = "diverge"
+	PurposeReplay   Purpose = "replay"
+	// Attribution: the base run's conditions, again as controls, all of
+	// the other run's, and one condition flipped to the other run's.
+	PurposeBase    Purpose = "attribute-base"
+	PurposeControl Purpose = "attribute-control"
+	PurposeAll     Purpose = "attribute-all"
+	PurposeFlip    Purpose = "attribute-flip"
+)
 
 // Applier says who varies a condition.
 type Applier int

@@ -106,8 +106,8 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 	nonce := newScanID() + newScanID()
 	// The gate's openers and the ladder's arity travel in the request, so
 	// the worker and the engine cannot disagree on them.
-	req := struct {
-		Nonce    string    `json:"nonce"`
+	req := &struct {
+		envelope
 		Files    []reqFile `json:"files"`
 		Openers  []string  `json:"openers"`
 		Moving   []string  `json:"moving"`
@@ -119,7 +119,7 @@ func (s *scan) discover(ctx context.Context, files []sourceFile) (*discovery, er
 		ASLimit int64 `json:"address_space_limit,omitempty"`
 		// Code asks for each module's bytecode (see keepCode).
 		Code bool `json:"code,omitempty"`
-	}{Nonce: nonce, Files: []reqFile{}, Openers: gate.Openers(), Moving: gate.MovingCalls(), MaxArity: maxArity, MaxReceiverArity: maxReceiverArity, Code: !s.ex.opts.Runtime.Capabilities().FixedBinds}
+	}{envelope: envelope{Nonce: nonce}, Files: []reqFile{}, Openers: gate.Openers(), Moving: gate.MovingCalls(), MaxArity: maxArity, MaxReceiverArity: maxReceiverArity, Code: !s.ex.opts.Runtime.Capabilities().FixedBinds}
 	if !s.ex.opts.Runtime.Isolated() {
 		req.ASLimit = s.ex.opts.Limits.MemoryBytes
 	}

@@ -89,7 +89,8 @@ func Doctor(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 		got = json.Unmarshal(line, &d.Posture) == nil
 	}
-	out, err := s.ex.runJob(ctx, "posture", s.runs[0], "posture", map[string]any{"nonce": nonce, "write_test": s.ex.opts.Runtime.Isolated()}, time.Minute, handle)
+	req := &postureRequest{envelope: envelope{Nonce: nonce}, WriteTest: s.ex.opts.Runtime.Isolated()}
+	out, err := s.ex.runJob(ctx, "posture", s.runs[0], "posture", req, time.Minute, handle)
 	if err != nil {
 		return nil, err
 	}
@@ -127,4 +128,11 @@ func WriteDiagnosis(w io.Writer, d *Diagnosis) error {
 	fmt.Fprintf(tw, "  limits\tmemory %d bytes, pids %d, tmpfs %d bytes, CPU %g cores (configured, 0: none); open files %d, processes %d, address space %d, CPU %.2f s per s busy (seen)\n",
 		d.Limits.MemoryBytes, d.Limits.Pids, d.Limits.TmpfsBytes, d.Limits.CPUs, p.Rlimits["RLIMIT_NOFILE"], p.Rlimits["RLIMIT_NPROC"], p.Rlimits["RLIMIT_AS"], p.CPUShare)
 	return tw.Flush()
+}
+
+// postureRequest is posture mode's request: whether to try writing where
+// a container allows none.
+type postureRequest struct {
+	envelope
+	WriteTest bool `json:"write_test"`
 }

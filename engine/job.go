@@ -223,7 +223,7 @@ func (x *executor) env() []string {
 // runJob starts one interpreter running the worker in the given mode on
 // request and feeds every record line to handle. limit arms the watchdog
 // at start; the handler may re-arm it per step through wd.
-func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunConditions, mode string, request any, limit time.Duration,
+func (x *executor) runJob(ctx context.Context, name string, rc sandbox.RunConditions, mode string, request request, limit time.Duration,
 	handle func(line []byte), wds ...*watchdog) (*jobOutcome, error) {
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -337,21 +337,14 @@ func (x *executor) checkNetwork() bool { return x.opts.Runtime.Capabilities().Ch
 // requestFile holds a worker's request in a file with no name: the
 // worker reads it as fd 4, and nothing the scanned code can open leads to
 // it (the plan holds the run's nonce).
-func requestFile(dir string, request any, checkNetwork bool) (*os.File, error) {
-	data, err := json.Marshal(request)
-	if err != nil {
-		return nil, err
-	}
+func requestFile(dir string, req request, checkNetwork bool) (*os.File, error) {
 	if checkNetwork {
 		// Every mode checks, discovery first: a scan stops there.
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(data, &fields); err != nil {
-			return nil, err
-		}
-		fields["check_network"] = json.RawMessage("true")
-		if data, err = json.Marshal(fields); err != nil {
-			return nil, err
-		}
+		req.head().CheckNetwork = sandbox.NetworkExit
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.CreateTemp(dir, "request-*")
 	if err != nil {

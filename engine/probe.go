@@ -204,7 +204,7 @@ type planFunction struct {
 }
 
 type workerPlan struct {
-	Nonce     string         `json:"nonce"`
+	envelope
 	Modules   []planModule   `json:"modules"`
 	Functions []planFunction `json:"functions"`
 	Calls     [][2]int       `json:"calls"`
@@ -252,7 +252,7 @@ func (x *executor) runShard(ctx context.Context, sh *shard, rc sandbox.RunCondit
 	if sh = sh.under(rc); sh == nil {
 		return
 	}
-	plan := workerPlan{Nonce: newScanID() + newScanID(), Skip: []int{}, CodeDir: x.codeDir}
+	plan := workerPlan{envelope: envelope{Nonce: newScanID() + newScanID()}, Skip: []int{}, CodeDir: x.codeDir}
 	modIndex := map[int]int{} // scan module -> plan module
 	var modOf []int           // plan module -> scan module
 	for _, p := range sh.Probes {

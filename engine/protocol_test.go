@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nondet-sandbox/nondet-sandbox/sandbox"
 )
 
 // fakeSink records what the reader decided, in order.
@@ -35,7 +38,7 @@ func (f *fakeSink) loaded(module int, files []string) {
 
 // twoModules is a plan of two functions in two modules, two rungs each.
 func twoModules() *workerPlan {
-	return &workerPlan{Nonce: "N", Modules: []planModule{{Index: 0}, {Index: 1}}, Functions: []planFunction{{Module: 0}, {Module: 1}},
+	return &workerPlan{envelope: envelope{Nonce: "N"}, Modules: []planModule{{Index: 0}, {Index: 1}}, Functions: []planFunction{{Module: 0}, {Module: 1}},
 		Calls: [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}}}
 }
 
@@ -135,7 +138,7 @@ func TestRecordReader(t *testing.T) {
 // function's later calls still come, and a plan with no budget has none.
 func TestRecordReaderBudget(t *testing.T) {
 	three := func(budget float64) *workerPlan {
-		return &workerPlan{Nonce: "N", FunctionBudget: budget, Functions: []planFunction{{Module: 0}, {Module: 1}},
+		return &workerPlan{envelope: envelope{Nonce: "N"}, FunctionBudget: budget, Functions: []planFunction{{Module: 0}, {Module: 1}},
 			Calls: [][2]int{{0, 2}, {0, 1}, {0, 0}, {1, 0}}}
 	}
 	cases := []struct {
@@ -188,7 +191,7 @@ func TestRecordReaderArmsTheWatchdog(t *testing.T) {
 // marked, if that is one of its unanswered calls, else its next call; once
 // its calls are done, nothing is.
 func TestRecordReaderBetweenCalls(t *testing.T) {
-	plan := &workerPlan{Nonce: "N", Functions: []planFunction{{Module: 0}, {Module: 0}, {Module: 1}},
+	plan := &workerPlan{envelope: envelope{Nonce: "N"}, Functions: []planFunction{{Module: 0}, {Module: 0}, {Module: 1}},
 		Calls: [][2]int{{0, 0}, {1, 0}, {1, 1}, {2, 0}}}
 	r := newRecordReader(plan, map[int]bool{}, &fakeSink{}, time.Second, 3*time.Second)
 	feed(r, `{"n":"N","k":"is","m":0}`, `{"n":"N","k":"id","m":0}`, `{"n":"N","k":"r","i":0,"v":"V:1"}`)
@@ -284,3 +287,25 @@ type tookSink struct {
 }
 
 func (s *tookSink) answered(call int, rec record) { s.took = append(s.took, rec.took) }
+
+// TestRequestEnvelope: every mode's request is one typed value whose
+// envelope carries the nonce, and the network check's exit status only
+// where the runtime asks for the check.
+func TestRequestEnvelope(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		req := &postureRequest{envelope: envelope{Nonce: "N"}, WriteTest: true}
+		f, err := requestFile(t.TempDir(), req, check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.NewDecoder(f).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		code, has := got["check_network"]
+		if got["nonce"] != "N" || got["write_test"] != true || has != check || (check && code != float64(sandbox.NetworkExit)) {
+			t.Errorf("check %v: the request is %v", check, got)
+		}
+	}
+}

@@ -165,7 +165,17 @@ func roBind(src, dst string) specs.Mount {
 //
 // The shell closes the record channel and the input once the job has them:
 // a probe could otherwise open them again through /proc/1/fd.
-const pidShim = `t=$1; shift; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
+const pidShim = `t=$1; shift; ` + ForkToFloor + `; ` + RunAndLetGo
+
+// ForkToFloor is the pid shim's loop, in sh: it forks until a child's pid
+// reaches $t, the run's floor, so the next fork (the job) is above it.
+// Every runtime's shell shim spells the floor with it.
+const ForkToFloor = `while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done`
+
+// RunAndLetGo runs "$@" as a child, so the shell stays pid 1; closes the
+// record channel, the input and the marks (fds 3 to 5) once the child has
+// them; and exits as the child did.
+const RunAndLetGo = `"$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
 
 // PidShim is argv run by the pid shim, in a PID namespace of its own,
 // above floor.

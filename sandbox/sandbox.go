@@ -45,6 +45,11 @@ type Session interface {
 	End(ctx context.Context) error
 }
 
+// NetworkExit is the worker's exit status when, asked to check
+// (Capabilities.CheckNetwork), it found a network it can reach and ran
+// nothing: the engine puts it in the request, the runtime reads it.
+const NetworkExit = 86
+
 // Capabilities are what sets a runtime apart beyond its conditions, in
 // one place: the engine and the contract suite ask these, never a
 // runtime's name. The zero value is a container runtime that runs the
@@ -58,7 +63,7 @@ type Capabilities struct {
 	// doing but its platform's (a cluster's network plugin): the worker
 	// checks from inside, before anything scanned runs, that nothing but
 	// loopback is reachable, and refuses to go on otherwise.
-	CheckNetwork bool
+	CheckNetwork bool // the worker then exits NetworkExit
 	// Markless: the probes' marks reach no one (on Kubernetes the pod's
 	// log is the one way out, and nothing the scanned code writes may reach
 	// it): a call that kills the worker's parent is named from the records

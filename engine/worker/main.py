@@ -28,9 +28,11 @@ def main(argv):
         req = json.load(fh)
     if req.get("check_network"):
         # The platform's sandbox, not ours: fail closed where anything
-        # could be reached, and refuse io_uring as every other runtime does.
+        # could be reached (the exit status is the request's, which the
+        # runtime reads: sandbox.NetworkExit), and refuse io_uring as
+        # every other runtime does.
         if posture.reachable():
-            os._exit(posture.NETWORK_EXIT)
+            os._exit(int(req["check_network"]))
         seccomp.deny_io_uring()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     # Scanned code sees the command line of an interpreter given no

@@ -117,10 +117,6 @@ def posture(req):
     ch.send({"k": "done"}, flush=True)
 
 
-# The exit status of a worker that found a network it can reach and ran
-# nothing (sandbox/kubernetes.NetworkExit).
-NETWORK_EXIT = 86
-
 
 def reachable(timeout=1.5, route="/proc/net/route", route6="/proc/net/ipv6_route", environ="/proc/1/environ"):
     """Where a probe here could connect beyond loopback, or "" when

@@ -120,10 +120,10 @@ var seccompOpt = func() string {
 
 // shim runs once fifochan.Open has opened the record channel, the input
 // and the marks as fds 3, 4 and 5: it sets the umask, forks until the next
-// pid is the run's (see sandbox's pidShim), and runs the interpreter as a
+// pid is the run's (sandbox.ForkToFloor), and runs the interpreter as a
 // child, so the shell stays pid 1; it closes the three descriptors once
 // the interpreter has them, so no probe reaches them through /proc/1/fd.
-const shim = `umask "$1"; t=$2; shift 2; while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done; "$@" & p=$!; exec 3>&- 4<&- 5>&-; wait $p; exit $?`
+const shim = `umask "$1"; t=$2; shift 2; ` + sandbox.ForkToFloor + `; ` + sandbox.RunAndLetGo
 
 // Run creates, starts, waits for and removes one container.
 func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, error) {

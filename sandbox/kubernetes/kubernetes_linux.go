@@ -44,10 +44,6 @@ const DefaultImage = sandbox.ProbeImage
 // ScanLabel labels every pod and lease with its scan's id.
 const ScanLabel = "nondet-sandbox.scan"
 
-// NetworkExit is the worker's exit status when it found a network it can
-// reach from inside the pod and refused to run scanned code.
-const NetworkExit = 86
-
 // treeDir is where the init container unpacks the tree, in the emptyDir
 // the probe mounts read-only (one subPath per bind).
 const treeDir = "/nondet-tree"
@@ -265,7 +261,7 @@ const shim = `exec 3>&1 6<&0 5>/dev/null 1>/dev/null 2>/dev/null
 ulimit -n 1024; ulimit -c 0
 umask "$1"; t=$2; d=$3; n=$4; shift 4
 mkdir -p -- "$d" 2>/dev/null; cd -- "$d" || exit 125
-while :; do : & p=$!; wait $p; [ "$p" -ge "$t" ] && break; done
+` + sandbox.ForkToFloor + `
 head -c "$n" <&6 6<&- | { exec 4<&0 0</dev/null 6<&-; exec "$@"; } & p=$!; exec 0</dev/null 3>&- 5>&- 6<&-; wait $p; s=$?; sleep 1; exit $s`
 
 // unpack is the init container's command: exactly the tree's bytes of its
@@ -414,7 +410,7 @@ func (s *session) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Exit, err
 		return nil, sandbox.Unavailable(sandbox.ErrNoImage, fmt.Sprintf(
 			"the image %s does not hold this scan's files (--baked; they are nondet-sandbox-baked:%s): bake them with `nondet-sandbox image bake` and the scan's own targets and flags, make the image reach the nodes, and pass its name to --image; or drop --baked", s.opts.Image, tr.digest[:12]))
 	}
-	if exit.Code == NetworkExit && exit.Signal == "" {
+	if exit.Code == sandbox.NetworkExit && exit.Signal == "" {
 		return nil, sandbox.Unavailable(sandbox.ErrNetwork, fmt.Sprintf(
 			"the probe pod can reach a network beyond loopback, so the worker refused to run scanned code: give probe pods no route out (nodes whose CNI configuration gives pods only a loopback interface, or a deny-all NetworkPolicy in namespace %s enforced by the cluster's network plugin; see deploy/kubernetes/)", s.ns))
 	}

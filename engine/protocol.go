@@ -5,21 +5,6 @@ import (
 	"time"
 )
 
-// envelope is what every mode's request on fd 4 starts with: the nonce
-// its records carry, and the network check every mode makes first where
-// the runtime asks for it (the exit status a worker that can reach a
-// network ends with: sandbox.NetworkExit; 0, no check). Each mode's
-// request embeds it, so the request is one typed value.
-type envelope struct {
-	Nonce        string `json:"nonce"`
-	CheckNetwork int    `json:"check_network,omitempty"`
-}
-
-func (e *envelope) head() *envelope { return e }
-
-// request is a mode's request: it embeds the envelope.
-type request interface{ head() *envelope }
-
 // The engine-worker protocol: the worker (engine/worker, whose package
 // docstring has the same table) writes one JSON object per line on the
 // record channel, each tagged with the run's nonce.
@@ -82,6 +67,21 @@ const (
 	kindLoaded       recordKind = "fl"
 	kindDone         recordKind = "done"
 )
+
+// envelope is what every mode's request on fd 4 starts with: the nonce
+// its records carry, and the network check every mode makes first where
+// the runtime asks for it (the exit status a worker that can reach a
+// network ends with: sandbox.NetworkExit; 0, no check). Each mode's
+// request embeds it, so the request is one typed value.
+type envelope struct {
+	Nonce        string `json:"nonce"`
+	CheckNetwork int    `json:"check_network,omitempty"`
+}
+
+func (e *envelope) head() *envelope { return e }
+
+// request is a mode's request: it embeds the envelope.
+type request interface{ head() *envelope }
 
 // record is one line of the probe mode's channel.
 type record struct {

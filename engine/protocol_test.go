@@ -3,7 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,5 +310,47 @@ func TestRequestEnvelope(t *testing.T) {
 		if got["nonce"] != "N" || got["write_test"] != true || has != check || (check && code != float64(sandbox.NetworkExit)) {
 			t.Errorf("check %v: the request is %v", check, got)
 		}
+	}
+}
+
+// TestProtocolTablesAgree: the record kinds of the protocol are one list:
+// the table in protocol.go's comment, the engine's constants, the table
+// in the worker's package docstring and the worker's Kind constants.
+func TestProtocolTablesAgree(t *testing.T) {
+	row := regexp.MustCompile(`(?m)^(?://\t|  )([a-z]+) +(?:discover|probe|posture|all) `)
+	kindsOf := func(path string, re *regexp.Regexp) []string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			out = append(out, m[1])
+		}
+		slices.Sort(out)
+		return out
+	}
+	goConsts := []string{}
+	for _, k := range []recordKind{kindLadder, kindModule, kindPosture, kindImportStart, kindImported, kindImportFailed,
+		kindResult, kindNotCallable, kindOverBudget, kindGone, kindLoaded, kindDone} {
+		goConsts = append(goConsts, string(k))
+	}
+	slices.Sort(goConsts)
+	data, err := os.ReadFile("worker/channel.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := string(data)[strings.Index(string(data), "class Kind:"):]
+	class = class[:strings.Index(class, "\n\n\n")]
+	var pyConsts []string
+	for _, m := range regexp.MustCompile(`"([a-z]+)"`).FindAllStringSubmatch(class[strings.Index(class, `"""`+"\n"):], -1) {
+		if m[1] != "end" { // a child's record to its parent, never the engine's
+			pyConsts = append(pyConsts, m[1])
+		}
+	}
+	slices.Sort(pyConsts)
+	goTable, pyTable := kindsOf("protocol.go", row), kindsOf("worker/__init__.py", row)
+	if len(goConsts) < 10 || !slices.Equal(goTable, goConsts) || !slices.Equal(pyTable, goConsts) || !slices.Equal(pyConsts, goConsts) {
+		t.Errorf("the record kinds differ:\n  engine constants %v\n  protocol.go table %v\n  worker table     %v\n  worker Kind      %v", goConsts, goTable, pyTable, pyConsts)
 	}
 }

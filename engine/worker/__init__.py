@@ -40,7 +40,7 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
   id       probe     m us                     module m imported, in us microseconds
   if       probe     m err us                 module m's import raised err
   r        probe     i v o x th b v2 rb sx    call i's answer: v canonical, o with sets
-                     rv us                    sorted, x why it has no canonical form,
+                     rv tr us                 sorted, x why it has no canonical form,
                                               th threads left running, b the breaker
                                               that fired and v2 its second answer, rb
                                               1 when the call entered the function's
@@ -53,7 +53,8 @@ object per line, each tagged "n" with the run's nonce, "k" its kind.
                                               microseconds it took, breakers included;
                                               rv a digest of the receiver when another
                                               callee built it; tr, for a call the plan
-                                              asked to trace, its line events (tracing)
+                                              asked to trace, each traced call's line
+                                              events (tracing): one, or a repeat's two
   nc       probe     i why                    call i's function is not callable
   ob       probe     i us below               call i is not made: its function has spent
                                               us microseconds in calls this run, its

@@ -15,6 +15,7 @@ from .ladder import rungs_of
 from .state import ProcessState, _import
 from . import tracing
 from .testcases import TestCall
+from .channel import Kind
 
 
 def run_calls(plan, ch, lo, hi, skip, mark):
@@ -42,18 +43,18 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         fn = functions[fi]
         mi = fn["module"]
         if mi not in loaded:
-            ch.step({"k": "is", "m": mi})
+            ch.step({"k": Kind.IMPORT_START, "m": mi})
             t0 = _clock()
             loaded[mi] = _import(modules[mi])
             us = int((_clock() - t0) * 1e6)
             state.after_import()
             state.restore()
             if isinstance(loaded[mi], str):
-                ch.step({"k": "if", "m": mi, "err": loaded[mi], "us": us})
+                ch.step({"k": Kind.IMPORT_FAILED, "m": mi, "err": loaded[mi], "us": us})
             else:
                 # Acknowledged too: a function that kills the parent must
                 # not leave the engine believing the import still runs.
-                ch.step({"k": "id", "m": mi, "us": us})
+                ch.step({"k": Kind.IMPORT_DONE, "m": mi, "us": us})
         mod = loaded[mi]
         if isinstance(mod, str):
             continue
@@ -62,7 +63,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             if used[2] is None and used[0] >= budget:
                 used[2] = used[1]
             if used[2] is not None and ri >= used[2]:
-                ch.send({"k": "ob", "i": idx, "us": int(used[0] * 1e6), "below": used[2]})
+                ch.send({"k": Kind.OVER_BUDGET, "i": idx, "us": int(used[0] * 1e6), "below": used[2]})
                 continue
         # The mark goes first: looking the name up can run scanned code
         # (a module __getattr__), and that must be under the call's limit.
@@ -72,7 +73,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
         except BaseException as e:
             target, why = None, "looking it up after import raised %s" % _typename(type(e))
         if target is None:
-            ch.send({"k": "nc", "i": idx, "why": why})
+            ch.send({"k": Kind.NOT_CALLABLE, "i": idx, "why": why})
             mark.end()
             skip.add(fi)
             state.restore()
@@ -86,7 +87,7 @@ def run_calls(plan, ch, lo, hi, skip, mark):
             target = TestCall(target) if fn.get("test_case") else _OnFresh(target, recv, mod)
         threads = threading.active_count()
         before = set(threading.enumerate()) if threads > 1 else None
-        rec = {"k": "r", "i": idx}
+        rec = {"k": Kind.RESULT, "i": idx}
         reach = []
         t0 = _clock()
         if fn.get("trace") == ri:

@@ -11,6 +11,16 @@ import struct
 import time
 
 
+class Kind:
+    """The kinds of record ("k"), as the protocol table in __init__.py
+    names them (engine/protocol.go has the same table)."""
+
+    LADDER, MODULE, POSTURE, DONE = "ladder", "module", "posture", "done"
+    IMPORT_START, IMPORT_DONE, IMPORT_FAILED = "is", "id", "if"
+    RESULT, NOT_CALLABLE, OVER_BUDGET = "r", "nc", "ob"
+    GONE, FILES = "gone", "fl"
+    END = "end"  # a child's last record to its parent: what it loaded; passed on as FILES
+
 # The descriptors a worker starts with: its records, its request, its call marks.
 RECORD_FD = 3
 REQUEST_FD = 4

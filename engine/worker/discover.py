@@ -8,7 +8,7 @@ import stat
 
 from .bytecode import bytecode
 from .canon import display
-from .channel import Channel, _encode
+from .channel import Channel, Kind, _encode
 from . import builders
 from .builders import Index, sketch_class, sketch_factory
 from .ladder import MAX_ARITY, MAX_RECEIVER_ARITY, Built, doctest_key, ladder_key, receiver_key, rungs_of
@@ -53,14 +53,14 @@ def discover(req):
     for k, (a, kinds, recv, doctests) in sorted(keys.items()):
         rungs = rungs_of(a, kinds, recv, doctests)
         if recv is None:
-            ch.send({"k": "ladder", "rungs": {k: [display(r) for r in rungs]}})
+            ch.send({"k": Kind.LADDER, "rungs": {k: [display(r) for r in rungs]}})
         else:
-            rec = {"k": "ladder", "rungs": {k: [display(args) for _, args in rungs]},
+            rec = {"k": Kind.LADDER, "rungs": {k: [display(args) for _, args in rungs]},
                    "receivers": {k: [show_args(r) for r, _ in rungs]}}
             if any(r.call is not None for r, _ in rungs):
                 rec["callees"] = {k: [r.callee() for r, _ in rungs]}
             ch.send(rec)
-    ch.send({"k": "done"}, flush=True)
+    ch.send({"k": Kind.DONE}, flush=True)
 
 
 def show_args(built):
@@ -102,7 +102,7 @@ def describe_module(path, rel, code=False):
     if not isinstance(path, str) or not isinstance(rel, str):
         # open() of an int would open (and close) a file descriptor.
         raise TypeError("describe_module takes a path and a relative path")
-    rec = {"k": "module", "rel": rel}
+    rec = {"k": Kind.MODULE, "rel": rel}
     try:
         src = _read_source(path)
         if src is None:

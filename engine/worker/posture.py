@@ -10,7 +10,7 @@ import socket
 import struct
 import time
 
-from .channel import Channel
+from .channel import Channel, Kind
 
 
 def _io_uring_errno():
@@ -44,7 +44,7 @@ def _cpu_share():
 def posture(req):
     """What a probe sees of its sandbox, for `nondet-sandbox doctor`."""
     ch = Channel(req.get("nonce", ""))
-    rec = {"k": "posture"}
+    rec = {"k": Kind.POSTURE}
     status = {}
     try:
         with open("/proc/self/status") as fh:
@@ -114,7 +114,7 @@ def posture(req):
     rec["io_uring_errno"] = _io_uring_errno()
     rec["env"] = sorted(os.environ)
     ch.send(rec)
-    ch.send({"k": "done"}, flush=True)
+    ch.send({"k": Kind.DONE}, flush=True)
 
 
 

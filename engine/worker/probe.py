@@ -8,7 +8,7 @@ import signal
 
 from .bytecode import CodeCache
 from .calls import run_calls
-from .channel import CallMark, Channel, _map_marks
+from .channel import CallMark, Channel, Kind, _map_marks
 from .forking import fork
 from .relay import FLUSH_SIGNAL, _Relay
 from .state import loaded_files
@@ -80,7 +80,7 @@ def probe(plan):
     if zygote is not None:
         zygote.close()
         _sweep_children()
-    ch.send({"k": "done"}, flush=True)
+    ch.send({"k": Kind.DONE}, flush=True)
 
 
 def _harden():
@@ -185,7 +185,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
             own = Channel(None, w, ar)
             own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, lo, hi, skip, mark)
-            own.send({"k": "end", "f": loaded_files()}, flush=True)
+            own.send({"k": Kind.END, "f": loaded_files()}, flush=True)
         pid = fork(child)
     os.close(w)
     os.close(ar)
@@ -199,7 +199,7 @@ def _run_child(plan, ch, lo, hi, mi, skip, dead, zygote=None):
             dead.add(mi)
         return hi
     # The child died, hung or said what it may not: name the step it was in.
-    rec = {"k": "gone", "m": mi, "why": relay.tampered or relay.timeout or _describe(status)}
+    rec = {"k": Kind.GONE, "m": mi, "why": relay.tampered or relay.timeout or _describe(status)}
     if relay.tampered:
         rec["t"] = True
     if relay.timeout:

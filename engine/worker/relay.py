@@ -7,16 +7,17 @@ import select
 import signal
 import time
 
-from .channel import MARK_POLL
+from .channel import MARK_POLL, Kind
 
 
 # What a child may say, and the type of each field it may set ([T]: a list
 # of T). The parent passes on exactly these fields.
+_IMPORTS = (Kind.IMPORT_START, Kind.IMPORT_DONE, Kind.IMPORT_FAILED)
 _CHILD_FIELDS = {
-    "is": {"m": int}, "id": {"m": int, "us": int}, "if": {"m": int, "err": str, "us": int},
-    "nc": {"i": int, "why": str}, "ob": {"i": int, "us": int, "below": int},
-    "r": {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "tr": [dict], "us": int},
-    "end": {"f": [str]},
+    Kind.IMPORT_START: {"m": int}, Kind.IMPORT_DONE: {"m": int, "us": int}, Kind.IMPORT_FAILED: {"m": int, "err": str, "us": int},
+    Kind.NOT_CALLABLE: {"i": int, "why": str}, Kind.OVER_BUDGET: {"i": int, "us": int, "below": int},
+    Kind.RESULT: {"i": int, "v": str, "o": str, "x": str, "th": int, "b": str, "v2": str, "rb": int, "sx": str, "rv": str, "tr": [dict], "us": int},
+    Kind.END: {"f": [str]},
 }
 MAX_RECORD = 1 << 20
 # Before ending a child whose call ran past its limit, the parent sends it
@@ -254,13 +255,13 @@ class _Relay:
         if not self._in_turn(kind, out):
             self.tampered = "wrote a record out of turn (%s)" % kind
             return
-        if kind != "end":
-            self.ch.send(out, flush=kind in ("is", "id", "if"))
+        if kind != Kind.END:
+            self.ch.send(out, flush=kind in _IMPORTS)
         elif out.get("f"):
             # The files the child had loaded, for the engine's verdict
             # cache: said of the parent's module, never the child's word.
-            self.ch.send({"k": "fl", "m": self.mi, "f": out["f"]})
-        if kind in ("is", "id", "if"):
+            self.ch.send({"k": Kind.FILES, "m": self.mi, "f": out["f"]})
+        if kind in _IMPORTS:
             try:
                 os.write(self.acks, b".")
             except OSError:
@@ -268,29 +269,29 @@ class _Relay:
 
     def _in_turn(self, kind, rec):
         calls, functions = self.plan["calls"], self.plan["functions"]
-        if kind == "is":
+        if kind == Kind.IMPORT_START:
             ok = self.step is None and not self.imported and rec.get("m") == self.mi
             if ok:
                 self.step, self.import_started = "import", time.monotonic()
             return ok
-        if kind in ("id", "if"):
+        if kind in (Kind.IMPORT_DONE, Kind.IMPORT_FAILED):
             ok = self.step == "import" and rec.get("m") == self.mi
             if ok:
                 self.step, self.imported = None, True
-                self.failed = kind == "if"
+                self.failed = kind == Kind.IMPORT_FAILED
             return ok
-        if kind in ("r", "nc", "ob"):
+        if kind in (Kind.RESULT, Kind.NOT_CALLABLE, Kind.OVER_BUDGET):
             i = rec.get("i")
             ok = (self.step is None and self.imported and i is not None and self.last < i < self.hi
                   and i >= self.lo and calls[i][0] not in self.skip
                   and functions[calls[i][0]]["module"] == self.mi
-                  and (kind != "ob" or bool(self.plan.get("function_budget"))))
+                  and (kind != Kind.OVER_BUDGET or bool(self.plan.get("function_budget"))))
             if ok:
                 self.last = i
-                if kind == "nc":
+                if kind == Kind.NOT_CALLABLE:
                     self.skip.add(calls[i][0])
             return ok
-        if kind == "end":
+        if kind == Kind.END:
             ok = self.step is None
             self.ended = ok
             return ok

@@ -41,7 +41,7 @@ import sys
 import threading
 
 from .calls import run_calls
-from .channel import CallMark, Channel
+from .channel import CallMark, Channel, Kind
 from .forking import fork
 from .relay import FLUSH_SIGNAL
 from .state import ProcessState, loaded_files
@@ -220,7 +220,7 @@ def _serve(plan, sock, key, mark, bare):
             own = Channel(None, w, ar)
             own.flush_on(FLUSH_SIGNAL)
             run_calls(plan, own, req["lo"], req["hi"], set(req["skip"]), mark)
-            own.send({"k": "end", "f": loaded_files()}, flush=True)
+            own.send({"k": Kind.END, "f": loaded_files()}, flush=True)
         pid = fork(child)
         os.close(w)
         os.close(ar)

@@ -281,16 +281,7 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 			slot[i] = sh
 			target[i] = b.segment(sh, b.trying(), byIndex)
 		}
-		var tasks []task
-		res := map[*shard]*results{}
-		for _, run := range runsOrder {
-			rc := s.runs[run]
-			rc.ID, rc.Purpose = -1, sandbox.PurposeBisect
-			for _, sh := range byRun[run] {
-				res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
-				tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
-			}
-		}
+		tasks, res := s.segmentTasks(byRun, runsOrder, sandbox.PurposeBisect, ladder)
 		s.ex.runPool(ctx, tasks)
 		if ctx.Err() != nil {
 			return
@@ -320,6 +311,23 @@ func (s *scan) bisect(ctx context.Context, pending []*probe, alone map[int]strin
 		active = next
 	}
 	s.divergeMoved(ctx, moved, byIndex, ladder)
+}
+
+// segmentTasks are the tasks that run each of runs' shards (byRun: lone
+// segments replaying that run's calls) once under the run's conditions,
+// for purpose, and where each shard's outcomes go.
+func (s *scan) segmentTasks(byRun map[int][]*shard, runs []int, purpose sandbox.Purpose, ladder ladders) ([]task, map[*shard]*results) {
+	var tasks []task
+	res := map[*shard]*results{}
+	for _, run := range runs {
+		rc := s.runs[run]
+		rc.ID, rc.Purpose = -1, purpose
+		for _, sh := range byRun[run] {
+			res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
+			tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
+		}
+	}
+	return tasks, res
 }
 
 // trying is the functions whose calls the next step replays before the

@@ -171,16 +171,7 @@ func (s *scan) divergeMoved(ctx context.Context, moved []*bisection, byIndex map
 		sh.upTo[alone.Index], sh.upTo[after.Index] = b.rung, b.rung
 		pairs = append(pairs, pair{b, sh, alone, after})
 	}
-	var tasks []task
-	res := map[*shard]*results{}
-	for _, run := range runs {
-		rc := s.runs[run]
-		rc.ID, rc.Purpose = -1, sandbox.PurposeDiverge
-		for _, sh := range byRun[run] {
-			res[sh] = s.ex.newRunResults([]*shard{sh}, 1, ladder)
-			tasks = append(tasks, s.ex.tasks([]*shard{sh}, []sandbox.RunConditions{rc}, res[sh])...)
-		}
-	}
+	tasks, res := s.segmentTasks(byRun, runs, sandbox.PurposeDiverge, ladder)
 	s.ex.runPool(ctx, tasks)
 	if ctx.Err() != nil {
 		return

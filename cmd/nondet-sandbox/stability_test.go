@@ -74,6 +74,12 @@ def control(x):
 					t.Fatalf("seed 1: %v\n%s", err, errOut.String())
 				case seed > 1 && err != nil:
 					t.Errorf("seed %d: the baseline of an unchanged tree failed the scan: %v\n%s", seed, err, errOut.String())
+					var r report.Report
+					if json.Unmarshal(out.Bytes(), &r) == nil {
+						for _, f := range r.Failing() {
+							t.Errorf("seed %d: %s is not in the baseline, causes %v (%s)", seed, f.ID, f.Causes, f.CauseNote)
+						}
+					}
 				}
 				if seed == 1 {
 					if err := os.WriteFile(baseline, out.Bytes(), 0o644); err != nil {

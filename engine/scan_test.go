@@ -687,3 +687,45 @@ func TestWhereTwoRunsParted(t *testing.T) {
 		t.Errorf("a moved function: %+v", m)
 	}
 }
+
+// TestTheTracerIsNoVerdict: the divergence is an explanation, taken after
+// the verdict: code that answers otherwise under a tracer is judged by its
+// untraced runs (a function that sees no tracer there is deterministic,
+// whatever it would say under one), and a finding that detects the tracer
+// keeps its witness, its verdict and its untraced answers.
+func TestTheTracerIsNoVerdict(t *testing.T) {
+	testenv.Integration(t)
+	dir := t.TempDir()
+	src := `import random
+import sys
+
+
+def sees_tracer():
+    return sys.gettrace() is not None
+
+
+def random_unless_traced():
+    if sys.gettrace() is not None:
+        return "traced"
+    return random.random()
+`
+	if err := os.WriteFile(filepath.Join(dir, "sly.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := scan(t, func(o *engine.Options) { o.Runs, o.Seed = 3, 4 }, dir)
+	if f := fn(t, rep, "sly.py::sees_tracer"); f.Verdict != engine.VerdictDeterministic || f.Witness != nil {
+		t.Errorf("sees_tracer: %s (%s), want deterministic", f.Verdict, f.Reason)
+	}
+	f := fn(t, rep, "sly.py::random_unless_traced")
+	if f.Verdict != engine.VerdictNondeterministic || f.Witness == nil {
+		t.Fatalf("random_unless_traced: %s (%s), want nondeterministic", f.Verdict, f.Reason)
+	}
+	for _, a := range f.Witness.Answers {
+		if strings.Contains(a.Value, "traced") {
+			t.Errorf("a traced answer stands in the witness: %+v", f.Witness.Answers)
+		}
+	}
+	if f.Witness.DivergedAt != nil || f.Witness.NoDivergence == "" {
+		t.Errorf("both traced runs answered alike; the report says %+v / %q", f.Witness.DivergedAt, f.Witness.NoDivergence)
+	}
+}

@@ -120,3 +120,4 @@ def _last_name(node):
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
+    return ""

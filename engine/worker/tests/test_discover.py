@@ -83,6 +83,17 @@ class Discovery(unittest.TestCase):
         self.assertEqual(rec["status"], "ok")
         self.assertEqual([f["name"] for f in rec["functions"]], ["f", "C.m"])
 
+    def test_a_base_made_by_a_call_is_a_base(self):
+        # class P(namedtuple(...)): a base no name names, as the standard
+        # library's own classes have them.
+        rec = self.describe(
+            "from collections import namedtuple\n"
+            "class P(namedtuple('P', 'x y')):\n    def norm(self): return self.x\n"
+            "class E(type('Base', (Exception,), {})):\n    def m(self): return 1\n"
+        )
+        self.assertEqual(rec["status"], "ok")
+        self.assertEqual([f["name"] for f in rec["functions"]], ["P.norm", "E.m"])
+
     def test_doctest_calls_become_first_rungs(self):
         rec = self.describe(
             "def f(code, n=1):\n"

@@ -120,6 +120,23 @@ def describe_module(path, rel, code=False):
         rec["status"] = "unparseable"
         rec["error"] = "%s: %s" % (type(e).__name__, _one_line(e))
         return rec
+    try:
+        _describe_tree(rec, tree, path, rel, src, code)
+    except Exception as e:  # RecursionError, MemoryError and the like
+        # A fault of discovery's own on one module's ast: that module is
+        # reported, and the scan goes on with the others.
+        for k in ("functions", "classes", "factories", "module_facts", "code"):
+            rec.pop(k, None)
+        rec["status"] = "unparseable"
+        rec["error"] = "discovery failed on its ast (a fault of this tool: please report it): %s: %s" % (
+            type(e).__name__, _one_line(e))
+    return rec
+
+
+def _describe_tree(rec, tree, path, rel, src, code):
+    """Fills a parsed module's record: its functions and methods, its
+    classes' sketches and factories, the facts of its top level, and its
+    bytecode when asked."""
     rec["status"] = "ok"
     aliases = {}
     top_level = []
@@ -168,7 +185,6 @@ def describe_module(path, rel, code=False):
             # module itself would be lost: the code is only a saving.
             if len(text) + len(_encode(rec)) <= MAX_MODULE_RECORD:
                 rec["code"] = text
-    return rec
 
 
 # The longest module record discovery sends with its code: well within the

@@ -94,6 +94,22 @@ class Discovery(unittest.TestCase):
         self.assertEqual(rec["status"], "ok")
         self.assertEqual([f["name"] for f in rec["functions"]], ["P.norm", "E.m"])
 
+    def test_a_fault_of_discovery_is_one_modules_not_the_scans(self):
+        from .. import signatures
+
+        def broken(node):
+            raise AttributeError("a fault of discovery's own")
+
+        saved, signatures._class_skip = signatures._class_skip, broken
+        try:
+            rec = self.describe("class C:\n    def m(self): return 1\n")
+        finally:
+            signatures._class_skip = saved
+        self.assertEqual(rec["status"], "unparseable")
+        self.assertIn("a fault of this tool", rec["error"])
+        self.assertNotIn("functions", rec)
+        self.assertEqual(self.describe("class C:\n    def m(self): return 1\n")["status"], "ok")
+
     def test_doctest_calls_become_first_rungs(self):
         rec = self.describe(
             "def f(code, n=1):\n"

@@ -464,6 +464,19 @@ func mergeCauses(first, rest []string) []string {
 }
 
 // breakersOf lists the in-process breakers any call of a function tripped.
+// firings is how many calls' breaker b fired on.
+func firings(rungs [][]outcome, b string) int {
+	n := 0
+	for _, runs := range rungs {
+		for _, o := range runs {
+			if o.breaker == b {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func breakersOf(rungs [][]outcome) []string {
 	seen := map[string]bool{}
 	for _, runs := range rungs {

@@ -218,7 +218,13 @@ func judge(f *report.Function, rungs [][]outcome, ladder [][]string, apart func(
 	f.OrderSensitive = inProcess(rungs, ladder, func(b string) bool { return b == BreakerDictOrder })
 	f.Causes = []string{}
 	for _, b := range breakersOf(rungs) {
-		if b != BreakerDictOrder {
+		switch {
+		case b == BreakerDictOrder:
+		case b == BreakerRepeat && f.Witness != nil && f.Witness.Breaker == "" && firings(rungs, b) < 2:
+			// Beside two runs' answers, one repeat among all the calls is
+			// a one-second clock that ticked between a call and its
+			// repeat, not state: hidden state moves every call it is in.
+		default:
 			f.Causes = append(f.Causes, b)
 		}
 	}

@@ -371,8 +371,10 @@ var Varieds = []Varied{
 		Show:  func(r RunConditions) string { return r.CPUs },
 		Valid: func(r RunConditions) bool { return r.CPUs == "" || cpuList.MatchString(r.CPUs) },
 		Apply: func(r RunConditions, j *Job, _ Applying) { j.Cond.CPUs = r.CPUs },
+		// gVisor's /proc/self/status has no Cpus_allowed_list: there the
+		// check cannot tell, and says nothing.
 		Seen: &Seen{`sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status`, func(r RunConditions, out string) bool {
-			return r.CPUs == "" || out == r.CPUs
+			return r.CPUs == "" || out == r.CPUs || out == ""
 		}},
 	},
 	{
